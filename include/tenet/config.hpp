@@ -1,0 +1,37 @@
+// tenet configuration: the host/device qualifier, compiler and feature
+// detection, and the library version. Every tenet header includes this first.
+#pragma once
+
+#define TENET_VERSION_MAJOR 0
+#define TENET_VERSION_MINOR 1
+#define TENET_VERSION_PATCH 0
+#define TENET_VERSION_STRING "0.1.0"
+
+#if __cplusplus < 202002L
+#error "tenet: C++20 or newer is required (compile with -std=c++20)"
+#endif
+
+// Compiled by nvcc (or another CUDA compiler): kernels can be written and launched.
+#if defined(__CUDACC__)
+#define TENET_CUDA_COMPILER 1
+#define TENET_HD __host__ __device__
+#define TENET_DEVICE __device__
+#else
+#define TENET_CUDA_COMPILER 0
+#define TENET_HD
+#define TENET_DEVICE
+#endif
+
+// Inside the device pass of a CUDA compilation (code generated for a GPU).
+#if defined(__CUDA_ARCH__)
+#define TENET_DEVICE_PASS 1
+#else
+#define TENET_DEVICE_PASS 0
+#endif
+
+// Hardware fp8 conversion instructions exist from sm_89 (Ada, Hopper).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#define TENET_HAS_FP8_CVT 1
+#else
+#define TENET_HAS_FP8_CVT 0
+#endif

@@ -1,0 +1,163 @@
+// tenet::convert<To>(x): the one conversion every cast in tenet goes through.
+//
+// Rules (the same bits on host, device and at compile time):
+//  - floating -> floating: exact when representable, else round to nearest,
+//    ties to even. Overflow gives infinity, except for the fp8 types, which
+//    saturate to their largest finite value ("satfinite", as cvt.satfinite).
+//  - NaN: a narrowing conversion gives the target's canonical NaN (all
+//    magnitude bits set, sign clear), and so does widening f16 or fp8 to f32,
+//    as the GPU's cvt does. bf16 -> f32 is a shift that keeps sign and payload,
+//    and f32 <-> f64 keep them as IEEE hardware does (quieting signalling NaNs).
+//  - floating -> integer: round to nearest, ties to even, saturate to the
+//    integer's range; NaN gives 0.
+//  - integer -> floating: exact, or one rounding to nearest even.
+//  - integer -> integer: saturate.
+// On the device the fast hardware conversions are used where they give these
+// bits (tests/gpu checks that they do); elsewhere the bit-level routines of
+// float_format.hpp run.
+#pragma once
+
+#include "float_format.hpp"
+#include "traits.hpp"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace tenet {
+namespace detail {
+
+#if TENET_HAS_FP8_CVT
+template <class T>
+inline constexpr __nv_fp8_interpretation_t fp8_interpretation = std::is_same_v<T, f8e4m3> ? __NV_E4M3 : __NV_E5M2;
+#endif
+
+// f16 <-> f32 on the host: the generic routines specialised to the binary16
+// layout with the common case (normal numbers) first and straight-line, since
+// the host backend converts every f16 element it loads or stores.
+TENET_HD constexpr f32 f16_bits_to_f32(std::uint32_t h)
+{
+    // All three cases computed and one selected: no branches, so loops vectorise.
+    const std::uint32_t sign = (h & 0x8000u) << 16, mag = h & 0x7FFFu;
+    const std::uint32_t special = mag == 0x7C00u ? sign | 0x7F800000u : 0x7FFFFFFFu;
+    const std::uint32_t normal = sign | ((mag << 13) + (std::uint32_t{127 - 15} << 23));
+    // exact: an integer below 2^10 times 2^-24
+    const std::uint32_t subnormal = sign | bit_cast<std::uint32_t>(static_cast<f32>(mag) * 0x1p-24f);
+    return bit_cast<f32>(mag >= 0x7C00u ? special : (mag >= 0x0400u ? normal : subnormal));
+}
+
+TENET_HD constexpr std::uint32_t f32_bits_to_f16(std::uint32_t u)
+{
+    const std::uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7FFFFFFFu;
+    if (mag > 0x7F800000u) return 0x7FFFu;                 // NaN
+    if (mag >= 0x477FF000u) return sign | 0x7C00u;         // 65520 and up round to infinity
+    if (mag >= 0x38800000u) {                              // f16 normal: rebias, round away 13 bits
+        const std::uint32_t r = mag - (std::uint32_t{127 - 15} << 23);
+        return sign | ((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13);
+    }
+    return static_cast<std::uint32_t>(convert_format<binary16_format, binary32_format>(u));  // subnormal or zero
+}
+
+// Exact: every 16- and 8-bit float value is an f32 value.
+template <narrow_floating T>
+TENET_HD constexpr f32 widen_to_f32(T x)
+{
+    if constexpr (std::is_same_v<T, bf16>) {
+        return bit_cast<f32>(static_cast<std::uint32_t>(to_bits(x)) << 16);
+    } else {
+#if TENET_DEVICE_PASS
+        if (!__builtin_is_constant_evaluated()) {
+            if constexpr (std::is_same_v<T, f16>) return __half2float(x);
+#if TENET_HAS_FP8_CVT
+            else return __half2float(__half(__nv_cvt_fp8_to_halfraw(x.__x, fp8_interpretation<T>)));
+#endif
+        }
+#endif
+        if constexpr (std::is_same_v<T, f16>) return f16_bits_to_f32(static_cast<std::uint32_t>(to_bits(x)));
+        else return from_bits<f32>(convert_format<binary32_format, format_of<T>::value>(to_bits(x)));
+    }
+}
+
+template <narrow_floating T>
+TENET_HD constexpr T narrow_from_f32(f32 x)
+{
+#if TENET_DEVICE_PASS
+    if (!__builtin_is_constant_evaluated()) {
+        if constexpr (std::is_same_v<T, f16>) return __float2half_rn(x);
+        else if constexpr (std::is_same_v<T, bf16>) return __float2bfloat16_rn(x);
+#if TENET_HAS_FP8_CVT
+        else return from_bits<T>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, fp8_interpretation<T>));
+#endif
+    }
+#endif
+    const std::uint64_t bits = to_bits(x);
+    if constexpr (std::is_same_v<T, bf16>) {
+        // bf16 keeps the top half of an f32: add just under half of the dropped
+        // half (plus one when the kept part is odd) and truncate.
+        if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return from_bits<T>(bfloat16_format.canonical_nan_bits());
+        return from_bits<T>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+    } else if constexpr (std::is_same_v<T, f16>) {
+        return from_bits<T>(f32_bits_to_f16(static_cast<std::uint32_t>(bits)));
+    } else {
+        return from_bits<T>(convert_format<format_of<T>::value, binary32_format>(bits));
+    }
+}
+
+template <class I>
+TENET_HD constexpr I saturate_to(std::int64_t x)
+{
+    constexpr std::int64_t hi = numeric_traits<I>::max(), lo = numeric_traits<I>::lowest();
+    return static_cast<I>(x > hi ? hi : (x < lo ? lo : x));
+}
+
+// Round to nearest, ties to even, then saturate; NaN -> 0. Written without the
+// floating-point environment, so it does not depend on the rounding mode.
+template <class I, class F>
+TENET_HD constexpr I round_to_integer(F x)
+{
+#if TENET_DEVICE_PASS
+    if (!__builtin_is_constant_evaluated()) {
+        // cvt.rni.s32: nearest-even, saturating, NaN -> 0.
+        if constexpr (std::is_same_v<F, f32>) return saturate_to<I>(__float2int_rn(x));
+        else return saturate_to<I>(__double2int_rn(x));
+    }
+#endif
+    if (x != x) return I{0};
+    constexpr F limit = static_cast<F>(std::uint64_t{1} << 62);
+    if (!(x > -limit && x < limit)) return x > 0 ? numeric_traits<I>::max() : numeric_traits<I>::lowest();
+    std::int64_t t = static_cast<std::int64_t>(x);  // toward zero
+    const F rest = x - static_cast<F>(t);            // exact
+    if (rest > F(0.5) || (rest == F(0.5) && (t & 1))) ++t;
+    else if (rest < F(-0.5) || (rest == F(-0.5) && (t & 1))) --t;
+    return saturate_to<I>(t);
+}
+
+}  // namespace detail
+
+template <class To, class From>
+TENET_HD constexpr To convert(From x)
+{
+    static_assert(element<To> && element<From>,
+                  "tenet: convert<To>(x): To and x's type must be tenet element types "
+                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32)");
+    if constexpr (std::is_same_v<To, From>) {
+        return x;
+    } else if constexpr (narrow_floating<From>) {
+        return convert<To>(detail::widen_to_f32(x));
+    } else if constexpr (is_integer_v<From>) {
+        if constexpr (is_integer_v<To>) return detail::saturate_to<To>(x);
+        else if constexpr (!narrow_floating<To>) return static_cast<To>(x);
+        else if constexpr (std::is_same_v<From, i8>) return convert<To>(static_cast<f32>(x));  // exact
+        else return convert<To>(static_cast<f64>(x));                                        // exact
+    } else if constexpr (is_integer_v<To>) {
+        return detail::round_to_integer<To>(x);
+    } else if constexpr (!narrow_floating<To>) {
+        return static_cast<To>(x);  // f32 <-> f64
+    } else if constexpr (std::is_same_v<From, f32>) {
+        return detail::narrow_from_f32<To>(x);
+    } else {
+        return detail::from_bits<To>(
+            detail::convert_format<detail::format_of<To>::value, detail::binary64_format>(detail::to_bits(x)));
+    }
+}
+
+}  // namespace tenet

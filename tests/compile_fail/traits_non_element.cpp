@@ -1,0 +1,4 @@
+// numeric_traits of a type tenet does not store.
+#include <tenet/tenet.hpp>
+// expect: tenet: numeric_traits<T>: T is not a tenet element type
+auto biggest = tenet::numeric_traits<unsigned short>::max();

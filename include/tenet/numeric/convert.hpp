@@ -114,14 +114,14 @@ TENET_HD constexpr I saturate_to(std::int64_t x)
 template <class I, class F>
 TENET_HD constexpr I round_to_integer(F x)
 {
+    if (x != x) return I{0};  // (cvt.rni.s32.f64 would give INT_MIN)
 #if TENET_DEVICE_PASS
     if (!__builtin_is_constant_evaluated()) {
-        // cvt.rni.s32: nearest-even, saturating, NaN -> 0.
+        // cvt.rni.s32: nearest-even, saturating.
         if constexpr (std::is_same_v<F, f32>) return saturate_to<I>(__float2int_rn(x));
         else return saturate_to<I>(__double2int_rn(x));
     }
 #endif
-    if (x != x) return I{0};
     constexpr F limit = static_cast<F>(std::uint64_t{1} << 62);
     if (!(x > -limit && x < limit)) return x > 0 ? numeric_traits<I>::max() : numeric_traits<I>::lowest();
     std::int64_t t = static_cast<std::int64_t>(x);  // toward zero

@@ -35,3 +35,22 @@
 #else
 #define TENET_HAS_FP8_CVT 0
 #endif
+
+// Fully unroll a loop with a compile-time trip count. (nvcc's host pass
+// forwards pragmas to the host compiler, which knows neither spelling: there
+// the optimiser unrolls such loops unaided.)
+#if defined(__CUDA_ARCH__) || (defined(__clang__) && !defined(__CUDACC__))
+#define TENET_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#define TENET_UNROLL _Pragma("GCC unroll 16")
+#else
+#define TENET_UNROLL
+#endif
+
+// Split a host loop across cores when OpenMP is on (-fopenmp); serial otherwise.
+#define TENET_PRAGMA(text) _Pragma(#text)
+#if defined(_OPENMP)
+#define TENET_OMP_PARALLEL_FOR_IF(condition) TENET_PRAGMA(omp parallel for schedule(static) if (condition))
+#else
+#define TENET_OMP_PARALLEL_FOR_IF(condition)
+#endif

@@ -1,10 +1,13 @@
-// A minimal device array for the GPU tests: allocate, poison, copy in, copy out.
+// A minimal device array for the GPU conversion tests: allocate, poison,
+// copy in, copy out. (Arrays, not std::vector, so that bool works.)
 #pragma once
 
 #include <tenet/memory/cuda_check.hpp>
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 template <class T>
@@ -17,7 +20,9 @@ public:
     }
     explicit device_buffer(const std::vector<T>& host) : device_buffer(host.size())
     {
-        TENET_CUDA_CHECK(cudaMemcpy(data_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+        const auto staged = std::make_unique<T[]>(n_);
+        std::copy(host.begin(), host.end(), staged.get());
+        TENET_CUDA_CHECK(cudaMemcpy(data_, staged.get(), n_ * sizeof(T), cudaMemcpyHostToDevice));
     }
     device_buffer(const device_buffer&) = delete;
     device_buffer& operator=(const device_buffer&) = delete;
@@ -25,10 +30,10 @@ public:
 
     T* data() const { return data_; }
     std::size_t size() const { return n_; }
-    std::vector<T> to_host() const
+    std::unique_ptr<T[]> to_host() const
     {
-        std::vector<T> host(n_);
-        TENET_CUDA_CHECK(cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+        auto host = std::make_unique<T[]>(n_);
+        TENET_CUDA_CHECK(cudaMemcpy(host.get(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
         return host;
     }
 

@@ -1,4 +1,4 @@
-// All 64 (To, From) pairs of element types, each checked against the
+// All 81 (To, From) pairs of element types, each checked against the
 // independent reference applied to the exact value of the input.
 #include <doctest/doctest.h>
 #include <tenet/numeric/convert.hpp>
@@ -17,7 +17,7 @@ using namespace tenet;
 
 namespace {
 
-using all_elements = std::tuple<f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32>;
+using all_elements = std::tuple<f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool>;
 
 template <class F>
 void for_each_element(F&& f)
@@ -54,6 +54,8 @@ void check_pair(const std::vector<From>& inputs)
         bool ok;
         if constexpr (std::is_same_v<To, From>) {
             ok = std::memcmp(&got, &x, sizeof x) == 0;  // the identity, NaN payloads included
+        } else if constexpr (is_bool_v<To>) {
+            ok = got == (std::isnan(v) || v != 0);
         } else if constexpr (is_integer_v<To>) {
             ok = got == ref::round_to_integer<To>(v, numeric_traits<To>::lowest(), numeric_traits<To>::max());
         } else if constexpr (narrow_floating<To>) {
@@ -81,7 +83,7 @@ TEST_CASE("every pair of element types converts as the reference does")
             ++pairs;
         });
     });
-    CHECK(pairs == 64);
+    CHECK(pairs == 81);
 }
 
 TEST_CASE("integer -> integer saturates; integer -> float is exact or rounds once")
@@ -94,6 +96,17 @@ TEST_CASE("integer -> integer saturates; integer -> float is exact or rounds onc
     CHECK(detail::to_bits(convert<f16>(i32{65520})) == 0x7C00);                  // overflow -> inf
     CHECK(detail::to_bits(convert<f16>(i32{2049})) == detail::to_bits(convert<f16>(2048.0f)));
     CHECK(detail::to_bits(convert<f8e4m3>(i8{127})) == detail::to_bits(convert<f8e4m3>(128.0f)));
+}
+
+TEST_CASE("bool converts as 0 and 1, and anything nonzero or NaN is true")
+{
+    CHECK(convert<f32>(true) == 1.0f);
+    CHECK(detail::to_bits(convert<bf16>(true)) == 0x3F80);
+    CHECK(convert<i8>(false) == 0);
+    CHECK(convert<bool>(-0.0f) == false);
+    CHECK(convert<bool>(NAN) == true);
+    CHECK(convert<bool>(detail::from_bits<f16>(0x0001)) == true);  // the smallest subnormal
+    CHECK(convert<bool>(i32{-7}) == true);
 }
 
 TEST_CASE("convert is usable at compile time")

@@ -82,6 +82,9 @@ TEST_CASE("element categories and names")
     static_assert(element<f16> && element<i8> && !element<int64_t> && !element<unsigned>);
     static_assert(narrow_floating<bf16> && narrow_floating<f8e4m3> && !narrow_floating<f32>);
     static_assert(is_integer_v<i32> && !is_floating_v<i32>);
+    static_assert(element<bool> && is_bool_v<bool> && !is_integer_v<bool>);
+    CHECK(numeric_traits<bool>::max() == true);
+    CHECK(numeric_traits<bool>::lowest() == false);
     CHECK(std::string(numeric_traits<f8e5m2>::name) == "f8e5m2");
     CHECK(std::string(numeric_traits<bf16>::name) == "bf16");
 }

@@ -96,6 +96,7 @@ std::vector<T> values_of(std::size_t random_count)
     if constexpr (std::is_same_v<T, tenet::f32>) return f32_values(random_count);
     else if constexpr (std::is_same_v<T, tenet::f64>) return f64_values(random_count);
     else if constexpr (std::is_same_v<T, tenet::i32>) return i32_values(random_count);
+    else if constexpr (std::is_same_v<T, bool>) return {false, true};
     else {
         std::vector<T> v;
         for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << (8 * sizeof(T))); ++bits)

@@ -4,6 +4,7 @@
 
 #include "../config.hpp"
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -37,6 +38,34 @@ private:
 
 // Device work was asked for and this process sees no usable CUDA device.
 class no_device_error : public error {
+public:
+    using error::error;
+};
+
+// An allocation failed. Nothing was allocated and nothing else changed:
+// tensors that existed before are intact.
+class out_of_memory_error : public error {
+public:
+    out_of_memory_error(const std::string& place, std::size_t bytes)
+        : error("tenet: out of memory: could not allocate " + std::to_string(bytes) + " bytes of " + place + " memory"),
+          bytes_(bytes)
+    {
+    }
+    std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+    std::size_t bytes_;
+};
+
+// An assignment would read its destination through a different layout
+// (x = transpose(x)): elements would be overwritten before they are read.
+class aliasing_error : public error {
+public:
+    using error::error;
+};
+
+// An element index outside a tensor's shape.
+class index_error : public error {
 public:
     using error::error;
 };

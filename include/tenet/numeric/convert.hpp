@@ -12,6 +12,7 @@
 //    integer's range; NaN gives 0.
 //  - integer -> floating: exact, or one rounding to nearest even.
 //  - integer -> integer: saturate.
+//  - to bool: x != 0 (NaN is true); from bool: 0 or 1.
 // On the device the fast hardware conversions are used where they give these
 // bits (tests/gpu checks that they do); elsewhere the bit-level routines of
 // float_format.hpp run.
@@ -138,9 +139,14 @@ TENET_HD constexpr To convert(From x)
 {
     static_assert(element<To> && element<From>,
                   "tenet: convert<To>(x): To and x's type must be tenet element types "
-                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32)");
+                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool)");
     if constexpr (std::is_same_v<To, From>) {
         return x;
+    } else if constexpr (is_bool_v<From>) {
+        return convert<To>(static_cast<i32>(x));
+    } else if constexpr (is_bool_v<To>) {
+        if constexpr (narrow_floating<From>) return detail::widen_to_f32(x) != 0.0f;
+        else return x != From{0};
     } else if constexpr (narrow_floating<From>) {
         return convert<To>(detail::widen_to_f32(x));
     } else if constexpr (is_integer_v<From>) {

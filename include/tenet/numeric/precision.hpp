@@ -30,7 +30,7 @@ template <class Storage, class Compute, class Accumulate, class Master, loss_sca
 struct training_precision {
     static_assert(element<Storage> && element<Compute> && element<Accumulate> && element<Master>,
                   "tenet: training_precision: every type must be a tenet element type "
-                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32)");
+                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool)");
     static_assert(is_floating_v<Compute>,
                   "tenet: training_precision: the compute type must be floating-point; integer compute "
                   "cannot carry gradients (train in floating point, then quantize with inference_precision)");
@@ -58,7 +58,7 @@ template <class Storage, class Compute, class Accumulate>
 struct inference_precision {
     static_assert(element<Storage> && element<Compute> && element<Accumulate>,
                   "tenet: inference_precision: every type must be a tenet element type "
-                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32)");
+                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool)");
     static_assert(is_integer_v<Storage> || detail::holds_all_values_of<Accumulate, Compute>,
                   "tenet: precision policy: the accumulate type is narrower than the compute type "
                   "(it must hold every compute value: as many significand bits and as much range)");

@@ -19,9 +19,12 @@ inline constexpr bool is_floating_v =
 template <class T>
 inline constexpr bool is_integer_v = std::is_same_v<T, i8> || std::is_same_v<T, i32>;
 
+template <class T>
+inline constexpr bool is_bool_v = std::is_same_v<T, bool>;
+
 // The types tensors can hold.
 template <class T>
-concept element = is_floating_v<T> || is_integer_v<T>;
+concept element = is_floating_v<T> || is_integer_v<T> || is_bool_v<T>;
 
 // 16- and 8-bit floats: stored narrow, computed in f32.
 template <class T>
@@ -58,6 +61,7 @@ template <> inline constexpr const char* element_name<f8e4m3> = "f8e4m3";
 template <> inline constexpr const char* element_name<f8e5m2> = "f8e5m2";
 template <> inline constexpr const char* element_name<i8> = "i8";
 template <> inline constexpr const char* element_name<i32> = "i32";
+template <> inline constexpr const char* element_name<bool> = "bool";
 
 }  // namespace detail
 
@@ -65,7 +69,7 @@ template <class T>
 struct numeric_traits {
     static_assert(element<T>,
                   "tenet: numeric_traits<T>: T is not a tenet element type "
-                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32)");
+                  "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool)");
 };
 
 // Floating types: every limit is read off the format's bits, so f16 and fp8
@@ -115,6 +119,25 @@ struct numeric_traits<T> {
     TENET_HD static constexpr T max() { return static_cast<T>((std::uint64_t{1} << digits) - 1); }
     TENET_HD static constexpr T lowest() { return static_cast<T>(-max() - 1); }
     TENET_HD static constexpr T epsilon() { return T{0}; }
+};
+
+}  // namespace tenet
+
+namespace tenet {
+
+template <>
+struct numeric_traits<bool> {
+    static constexpr const char* name = "bool";
+    static constexpr int bits = 8;
+    static constexpr bool is_floating = false;
+    static constexpr bool is_signed = false;
+    static constexpr bool has_infinity = false;
+    static constexpr int digits = 1;
+    static constexpr int max_exponent = 0;
+
+    TENET_HD static constexpr bool max() { return true; }
+    TENET_HD static constexpr bool lowest() { return false; }
+    TENET_HD static constexpr bool epsilon() { return false; }
 };
 
 }  // namespace tenet

@@ -25,5 +25,6 @@ using f8e4m3 = __nv_fp8_e4m3;  // OCP fp8 E4M3 (no infinity, max 448)
 using f8e5m2 = __nv_fp8_e5m2;  // OCP fp8 E5M2 (IEEE-like, max 57344)
 using i8 = std::int8_t;
 using i32 = std::int32_t;
+// bool is an element type too: masks from comparisons are Tensor<bool, ...>.
 
 }  // namespace tenet

@@ -1,0 +1,64 @@
+// Run-time aliasing check. Elementwise in-place assignment (x = x * 2) is
+// fine: every element is read before it is written, by the same thread. A
+// destination read through a different layout (x = transpose(x), overlapping
+// slices, a broadcast of x) is not, and throws aliasing_error.
+#pragma once
+
+#include "../memory/error.hpp"
+#include "../shape/layout.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace tenet::detail {
+
+template <class MA, class MB>
+constexpr bool same_dims(const MA& a, const MB& b)
+{
+    if (a.count != b.count) return false;
+    for (std::size_t j = 0; j != a.count; ++j)
+        if (a.extents[j] != b.extents[j] || a.strides[j] != b.strides[j]) return false;
+    return true;
+}
+
+// Do layouts A and B map every index to the same offset?
+template <class A, class B>
+inline constexpr bool same_layout_v = A::offset == B::offset && same_dims(index_map<A>::merged, index_map<B>::merged);
+
+template <class A, class B>
+bool same_mapping(const A& a, const B& b)
+{
+    return same_layout_v<typename A::layout, typename B::layout> &&
+           static_cast<const void*>(a.data) == static_cast<const void*>(b.data);
+}
+
+template <class A, class B>
+bool overlaps(const A& a, const B& b)
+{
+    std::less<const void*> before;
+    return before(a.first_byte(), b.last_byte()) && before(b.first_byte(), a.last_byte());
+}
+
+template <class Dst, class Src>
+void check_operands(const Dst& destination, const Src& source)
+{
+    source.visit_leaves(
+        [&](const auto& leaf, bool direct) {
+            if (leaf.data == nullptr)
+                throw error("tenet: an operand of the assignment has no memory (a moved-from tensor?)");
+            if (overlaps(destination, leaf) && !(direct && same_mapping(destination, leaf)))
+                throw aliasing_error(
+                    "tenet: the destination is also read through a different layout in the same assignment "
+                    "(e.g. x = transpose(x)); elements would be overwritten before they are read -- "
+                    "assign to a separate tensor first");
+        },
+        true);
+}
+
+template <class Dst>
+void check_destination(const Dst& destination)
+{
+    if (destination.data == nullptr) throw error("tenet: assignment to a tensor with no memory (moved-from?)");
+}
+
+}  // namespace tenet::detail

@@ -1,0 +1,203 @@
+// Assignment: dst = expression. This is where an expression becomes work:
+//   1. compile-time checks: shapes (the expression must broadcast to the
+//      destination), places, a writable and non-broadcast destination;
+//   2. prepare: the expression tree becomes its trivially copyable evaluator
+//      (reductions inside it are materialised first, once);
+//   3. run-time checks: no moved-from operands, no aliasing through another
+//      layout;
+//   4. one host loop nest, or one CUDA kernel on the current stream.
+// tie(d1, d2) = pack(e1, e2) writes several destinations in one traversal.
+#pragma once
+
+#include "../expr/operators.hpp"
+#include "aliasing.hpp"
+#include "context.hpp"
+#include "host_loop.hpp"
+#include "launch.hpp"
+
+#include <array>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace tenet {
+namespace detail {
+
+template <class Dst, class Src>
+struct assignment_shape_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: shape mismatch in assignment: destination ") + shape_name<typename Dst::shape>::text() +
+               fixed_string(" vs expression ") + shape_name<typename Src::shape>::text();
+    }
+};
+
+template <class Dst, class Src>
+struct assignment_place_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: assignment mixes places: destination in ") + Dst::place::name() +
+               fixed_string(", expression in ") + Src::place::name() + fixed_string(" (use tenet::copy between places)");
+    }
+};
+
+template <class View>
+inline constexpr bool writes_each_element_once = [] {
+    using L = typename View::layout;
+    for (std::size_t d = 0; d != L::rank; ++d)
+        if (L::extents[d] > 1 && L::strides[d] == 0) return false;
+    return true;
+}();
+
+// The destination as a writable view; a Tensor becomes its view.
+template <class D>
+auto destination_view(D& d)
+{
+    if constexpr (is_tensor<std::remove_const_t<D>>::value) return d.view();
+    else return d;
+}
+
+template <class Dst, class Src>
+constexpr bool check_assignment()
+{
+    using element = std::remove_pointer_t<decltype(std::declval<Dst>().data())>;
+    static_assert(!std::is_const_v<element>, "tenet: cannot assign to a read-only view (a view of a const tensor)");
+    static_assert(writes_each_element_once<Dst>,
+                  "tenet: cannot assign to a broadcast view: several of its elements share one memory location");
+    constexpr bool shapes_ok = broadcasts_to_v<typename Src::shape, typename Dst::shape>;
+    constexpr bool places_ok = !std::is_void_v<combined_place_t<typename Dst::place, typename Src::place>>;
+    static_assert(check<shapes_ok, assignment_shape_failure<Dst, Src>>, "tenet: shape mismatch in assignment");
+    static_assert(check<places_ok, assignment_place_failure<Dst, Src>>, "tenet: assignment mixes Host and Device");
+    static_assert(host_accessible_v<typename Dst::place> || TENET_CUDA_COMPILER,
+                  "tenet: evaluating into a Device tensor needs a CUDA compiler: compile this file with nvcc "
+                  "(as a .cu file or LANGUAGE CUDA), or use Host tensors");
+    return shapes_ok && places_ok;
+}
+
+template <class Src, class Dst>
+auto source_node(const Src& source)
+{
+    using V = compute_t<typename Dst::element_type>;
+    if constexpr (scalar_value<Src>) return scalar_expr<V>{scalar_as<V>(source)};
+    else return as_node(source);  // a Tensor is read through its view
+}
+
+// Evaluates sources[i] into destinations[i] for every i, in one traversal of
+// the destinations' (common) shape.
+template <class Place, class Dsts, class Srcs>
+void run_elementwise(const Dsts& dsts, const Srcs& srcs, [[maybe_unused]] stream_ref stream)
+{
+    constexpr std::size_t n = decltype(dsts.head)::layout::shape::numel;
+    constexpr std::size_t dst_smallest = pack_traits<Dsts>::smallest_element;
+    constexpr std::size_t src_smallest = pack_traits<Srcs>::smallest_element;
+    constexpr std::size_t smallest = dst_smallest < src_smallest ? dst_smallest : src_smallest;
+    if constexpr (host_accessible_v<Place>) {
+        host_elementwise<n, host_chunk<smallest>>(dsts, srcs, std::make_index_sequence<Dsts::size>{});
+    } else {
+#if TENET_CUDA_COMPILER
+        constexpr std::size_t k = smallest >= 16 ? 1 : 16 / smallest;
+        const bool vector_path = all_aligned<k>(dsts) && all_aligned<k>(srcs);
+        launch_elementwise<n, k>(dsts, srcs, vector_path, stream);
+#endif
+    }
+}
+
+// Destinations written together must not share memory.
+template <class... D, std::size_t... I>
+void check_disjoint(const value_pack<D...>& dsts, std::index_sequence<I...>)
+{
+    const std::array<std::pair<const void*, const void*>, sizeof...(I)> ranges{
+        {{get<I>(dsts).first_byte(), get<I>(dsts).last_byte()}...}};
+    const std::less<const void*> before;
+    for (std::size_t a = 0; a < ranges.size(); ++a)
+        for (std::size_t b = a + 1; b < ranges.size(); ++b)
+            if (before(ranges[a].first, ranges[b].second) && before(ranges[b].first, ranges[a].second))
+                throw aliasing_error("tenet: tie(...): two destinations share memory");
+}
+
+}  // namespace detail
+
+template <class Dst, class Src>
+void assign(const Dst& destination, const Src& source)
+{
+    auto dst = detail::destination_view(destination);
+    using D = decltype(dst);
+    auto src_node = detail::source_node<Src, D>(source);
+    using S = decltype(src_node);
+    if constexpr (detail::check_assignment<D, S>()) {
+        using place = compute_place_t<typename D::place>;
+        detail::exec_context<place> context(current_stream());
+        auto dst_eval = dst.prepare(context);
+        detail::check_destination(dst_eval);
+        if constexpr (requires { src_node.assign_into(dst, context); } &&
+                      std::is_same_v<typename S::shape, typename D::shape>) {
+            src_node.assign_into(dst, context);  // e.g. a reduction writes its result directly
+        } else {
+            auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
+            detail::check_operands(dst_eval, src_eval);
+            detail::run_elementwise<place>(detail::make_value_pack(dst_eval), detail::make_value_pack(src_eval),
+                                           context.stream());
+        }
+    }
+}
+
+template <class... E>
+struct expression_pack {
+    std::tuple<E...> expressions;
+};
+
+// pack(e1, e2, ...): the right-hand side of tie(...) = ...
+template <class... E>
+    requires(expression<std::decay_t<E>> && ...)
+auto pack(E&&... expressions)
+{
+    return expression_pack<detail::node_t<E>...>{{detail::as_node(std::forward<E>(expressions))...}};
+}
+
+template <class... Views>
+class tie_t {
+public:
+    explicit tie_t(Views... views) : views_(views...) {}
+
+    template <class... E>
+    void operator=(const expression_pack<E...>& sources) const
+    {
+        static_assert(sizeof...(E) == sizeof...(Views), "tenet: tie(...) = pack(...): one expression per destination");
+        using first = std::tuple_element_t<0, std::tuple<Views...>>;
+        static_assert((std::is_same_v<typename Views::shape, typename first::shape> && ...),
+                      "tenet: tie(...): all destinations must have the same shape (they share one traversal)");
+        if constexpr ((detail::check_assignment<Views, E>() && ...)) {
+            detail::exec_context<compute_place_t<typename first::place>> context(current_stream());
+            run(sources, context, std::index_sequence_for<Views...>{});
+        }
+    }
+
+private:
+    template <class Pack, class Context, std::size_t... I>
+    void run(const Pack& sources, Context& context, std::index_sequence<I...>) const
+    {
+        const auto dsts = detail::make_value_pack(std::get<I>(views_).prepare(context)...);
+        const auto srcs = detail::make_value_pack(
+            broadcast_to<typename std::tuple_element_t<I, std::tuple<Views...>>::shape>(std::get<I>(sources.expressions))
+                .prepare(context)...);
+        (detail::check_destination(detail::get<I>(dsts)), ...);
+        // every source is read at the index each destination is written at
+        const auto check_against_sources = [&](const auto& dst) { (detail::check_operands(dst, detail::get<I>(srcs)), ...); };
+        (check_against_sources(detail::get<I>(dsts)), ...);
+        detail::check_disjoint(dsts, std::index_sequence<I...>{});
+        detail::run_elementwise<compute_place_t<typename std::tuple_element_t<0, std::tuple<Views...>>::place>>(
+            dsts, srcs, context.stream());
+    }
+
+    std::tuple<Views...> views_;
+};
+
+// tie(y, mask) = pack(relu(x), x > 0): one kernel writes both.
+template <class... D>
+auto tie(D&... destinations)
+{
+    return tie_t<decltype(detail::destination_view(destinations))...>(detail::destination_view(destinations)...);
+}
+
+}  // namespace tenet

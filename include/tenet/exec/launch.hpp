@@ -1,0 +1,106 @@
+// The device backend: ONE kernel per assignment. Each thread evaluates the
+// whole expression tree for its elements -- every leaf read once, every
+// destination written once, nothing in between touches memory.
+//
+// When every vector-capable leaf and destination is 16-byte aligned (checked
+// on the host, passed as one flag) the main loop moves K elements per thread
+// with 16-byte loads and stores; a scalar loop handles the tail, and the
+// whole range when alignment fails. Sizes are compile-time constants, so the
+// loops' bounds and all index arithmetic fold; 32-bit indices are used when
+// the element count allows.
+#pragma once
+
+#include "../config.hpp"
+#include "../expr/node.hpp"
+#include "../memory/cuda_check.hpp"
+#include "../memory/stream.hpp"
+
+#include <cstddef>
+#include <utility>
+
+namespace tenet::detail {
+
+inline constexpr int block_threads = 256;
+
+// Multiprocessors and resident threads per multiprocessor of the current
+// device, read once per device and thread.
+struct device_shape {
+    int device = -1;
+    int multiprocessors = 0;
+    int threads_per_multiprocessor = 0;
+};
+
+inline const device_shape& current_device_shape()
+{
+    thread_local device_shape cached;
+    int device = 0;
+    TENET_CUDA_CHECK(cudaGetDevice(&device));
+    if (cached.device != device) {
+        TENET_CUDA_CHECK(cudaDeviceGetAttribute(&cached.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+        TENET_CUDA_CHECK(
+            cudaDeviceGetAttribute(&cached.threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+        cached.device = device;
+    }
+    return cached;
+}
+
+// Enough blocks to give each work item a thread, at most one full wave of
+// resident blocks (the loops are grid-strided).
+inline unsigned grid_for(std::size_t work_items, int threads_per_block = block_threads)
+{
+    const device_shape& d = current_device_shape();
+    const std::size_t wave =
+        static_cast<std::size_t>(d.multiprocessors) * (d.threads_per_multiprocessor / threads_per_block);
+    const std::size_t needed = (work_items + threads_per_block - 1) / threads_per_block;
+    return static_cast<unsigned>(needed < wave ? (needed > 0 ? needed : 1) : wave);
+}
+
+// 32-bit indices when N plus a grid's worth of threads cannot overflow them.
+template <std::size_t N>
+using kernel_index = std::conditional_t<(N < (std::size_t{1} << 31)), unsigned, unsigned long long>;
+
+#if TENET_CUDA_COMPILER
+
+template <std::size_t N, std::size_t K, class Dsts, class Srcs, std::size_t... I>
+__device__ void elementwise_body(const Dsts& dsts, const Srcs& srcs, bool vector_path, std::index_sequence<I...>)
+{
+    using index = kernel_index<N>;
+    const index stride = static_cast<index>(gridDim.x) * blockDim.x;
+    const index first = static_cast<index>(blockIdx.x) * blockDim.x + threadIdx.x;
+    index tail = 0;
+    if (vector_path) {
+        constexpr index chunks = N / K;
+        for (index c = first; c < chunks; c += stride) {
+            const index i = c * K;
+            const auto values = make_value_pack(get<I>(srcs).template chunk<K>(i)...);  // all reads before any write
+            (get<I>(dsts).template store_chunk<K>(i, get<I>(values)), ...);
+        }
+        tail = chunks * K;
+    }
+    for (index i = tail + first; i < N; i += stride) {
+        const auto values = make_value_pack(get<I>(srcs).at(i)...);
+        (get<I>(dsts).store(i, get<I>(values)), ...);
+    }
+}
+
+template <std::size_t N, std::size_t K, class Dsts, class Srcs>
+__global__ void __launch_bounds__(block_threads) elementwise_kernel(Dsts dsts, Srcs srcs, bool vector_path)
+{
+    elementwise_body<N, K>(dsts, srcs, vector_path, std::make_index_sequence<Dsts::size>{});
+}
+
+template <std::size_t N, std::size_t K, class Dsts, class Srcs>
+void launch_elementwise(const Dsts& dsts, const Srcs& srcs, bool vector_path, stream_ref stream)
+{
+    static_assert(std::is_trivially_copyable_v<Dsts> && std::is_trivially_copyable_v<Srcs>,
+                  "tenet: internal: evaluators must be trivially copyable to enter a kernel");
+    static_assert(sizeof(Dsts) + sizeof(Srcs) + sizeof(bool) <= 32764,
+                  "tenet: the expression is too large for a kernel's parameters (32 KiB); split the assignment");
+    const std::size_t work = vector_path ? N / K + N % K : N;
+    elementwise_kernel<N, K><<<grid_for(work), block_threads, 0, stream.get()>>>(dsts, srcs, vector_path);
+    TENET_CUDA_CHECK(cudaGetLastError());
+}
+
+#endif
+
+}  // namespace tenet::detail

@@ -1,0 +1,518 @@
+// The elementwise operations. Each is a small function object with a
+// __host__ __device__ call operator that takes operands in their compute
+// types, converts them to the type the operation computes in, and returns
+// the result; name() is used in diagnostics. Floating results keep NaN (NaN
+// in, NaN out, as PyTorch does); integer arithmetic wraps (two's complement)
+// and integer division by zero gives 0 instead of undefined behaviour.
+#pragma once
+
+#include "../diagnostic.hpp"
+#include "../numeric/compute.hpp"
+#include "../numeric/convert.hpp"
+#include "math.hpp"
+
+#include <cstdint>
+
+namespace tenet::ops {
+
+namespace detail {
+
+template <class T>
+TENET_HD constexpr bool is_nan(T x)
+{
+    return x != x;
+}
+
+template <class A, class B, class F>
+TENET_HD constexpr auto arithmetic(A a, B b, F f)
+{
+    using R = arithmetic_t<A, B>;
+    if constexpr (std::is_same_v<R, i32>) {
+        // through uint32: defined wrap-around, as on the GPU
+        return static_cast<i32>(f(static_cast<std::uint32_t>(convert<R>(a)), static_cast<std::uint32_t>(convert<R>(b))));
+    } else {
+        return static_cast<R>(f(convert<R>(a), convert<R>(b)));
+    }
+}
+
+// f applied in the floating compute type of A.
+template <class A, class F>
+TENET_HD auto floating(A a, F f)
+{
+    using R = floating_t<A>;
+    return static_cast<R>(f(convert<R>(a)));
+}
+
+}  // namespace detail
+
+struct plus {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator+"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        return detail::arithmetic(a, b, [](auto x, auto y) { return x + y; });
+    }
+};
+
+struct minus {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator-"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        return detail::arithmetic(a, b, [](auto x, auto y) { return x - y; });
+    }
+};
+
+struct multiplies {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator*"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        return detail::arithmetic(a, b, [](auto x, auto y) { return x * y; });
+    }
+};
+
+struct divides {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator/"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        using R = arithmetic_t<A, B>;
+        if constexpr (std::is_same_v<R, i32>) {
+            const i32 x = convert<R>(a), y = convert<R>(b);
+            if (y == 0) return i32{0};
+            if (y == -1) return static_cast<i32>(0u - static_cast<std::uint32_t>(x));  // INT_MIN / -1 wraps
+            return static_cast<i32>(x / y);
+        } else {
+            return static_cast<R>(convert<R>(a) / convert<R>(b));
+        }
+    }
+};
+
+struct minimum {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("min"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        using R = arithmetic_t<A, B>;
+        const R x = convert<R>(a), y = convert<R>(b);
+        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : (y < x ? y : x));
+    }
+};
+
+struct maximum {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("max"); }
+    template <class A, class B>
+    TENET_HD constexpr auto operator()(A a, B b) const
+    {
+        using R = arithmetic_t<A, B>;
+        const R x = convert<R>(a), y = convert<R>(b);
+        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : (y > x ? y : x));
+    }
+};
+
+struct power {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("pow"); }
+    template <class A, class B>
+    TENET_HD auto operator()(A a, B b) const
+    {
+        using R = floating_t<arithmetic_t<A, B>>;
+        return math::pow(convert<R>(a), convert<R>(b));
+    }
+};
+
+// Comparisons compare in the operands' common arithmetic type and give bool.
+template <class A, class B>
+using compared_t = arithmetic_t<A, B>;
+
+struct less {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator<"); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) < convert<compared_t<A, B>>(b); }
+};
+
+struct less_equal {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator<="); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) <= convert<compared_t<A, B>>(b); }
+};
+
+struct greater {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator>"); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) > convert<compared_t<A, B>>(b); }
+};
+
+struct greater_equal {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator>="); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) >= convert<compared_t<A, B>>(b); }
+};
+
+struct equal_to {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator=="); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) == convert<compared_t<A, B>>(b); }
+};
+
+struct not_equal_to {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator!="); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) != convert<compared_t<A, B>>(b); }
+};
+
+
+struct logical_and {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_and"); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const
+    {
+        return convert<bool>(a) && convert<bool>(b);
+    }
+};
+
+struct logical_or {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_or"); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const
+    {
+        return convert<bool>(a) || convert<bool>(b);
+    }
+};
+
+struct logical_xor {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_xor"); }
+    template <class A, class B>
+    TENET_HD constexpr bool operator()(A a, B b) const
+    {
+        return convert<bool>(a) != convert<bool>(b);
+    }
+};
+
+struct logical_not {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_not"); }
+    template <class A>
+    TENET_HD constexpr bool operator()(A a) const
+    {
+        return !convert<bool>(a);
+    }
+};
+
+struct negate {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("operator-"); }
+    template <class A>
+    TENET_HD constexpr auto operator()(A a) const
+    {
+        return detail::arithmetic(i32{0}, a, [](auto x, auto y) { return x - y; });
+    }
+};
+
+struct absolute {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("abs"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        using R = arithmetic_t<A, A>;
+        const R x = convert<R>(a);
+        if constexpr (std::is_same_v<R, i32>) return x < 0 ? static_cast<i32>(0u - static_cast<std::uint32_t>(x)) : x;
+        else return math::fabs(x);
+    }
+};
+
+struct sign {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("sign"); }
+    template <class A>
+    TENET_HD constexpr auto operator()(A a) const
+    {
+        using R = arithmetic_t<A, A>;
+        const R x = convert<R>(a);
+        return x > R(0) ? R(1) : (x < R(0) ? R(-1) : x);  // keeps 0, -0 and NaN
+    }
+};
+
+struct square {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("square"); }
+    template <class A>
+    TENET_HD constexpr auto operator()(A a) const
+    {
+        return multiplies{}(a, a);
+    }
+};
+
+struct reciprocal {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("reciprocal"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) { return decltype(x)(1) / x; });
+    }
+};
+
+struct relu {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("relu"); }
+    template <class A>
+    TENET_HD constexpr auto operator()(A a) const
+    {
+        using R = arithmetic_t<A, A>;
+        const R x = convert<R>(a);
+        return x < R(0) ? R(0) : x;  // NaN stays NaN
+    }
+};
+
+// Math functions compute in f32 (f64 for f64 operands), whatever the storage.
+struct exp {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("exp"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::exp(x));
+        });
+    }
+};
+
+struct exp2 {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("exp2"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::exp2(x));
+        });
+    }
+};
+
+struct expm1 {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("expm1"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::expm1(x));
+        });
+    }
+};
+
+struct log {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("log"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::log(x));
+        });
+    }
+};
+
+struct log2 {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("log2"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::log2(x));
+        });
+    }
+};
+
+struct log1p {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("log1p"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::log1p(x));
+        });
+    }
+};
+
+struct sqrt {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("sqrt"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::sqrt(x));
+        });
+    }
+};
+
+struct rsqrt {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("rsqrt"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::rsqrt(x));
+        });
+    }
+};
+
+struct sin {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("sin"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::sin(x));
+        });
+    }
+};
+
+struct cos {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("cos"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::cos(x));
+        });
+    }
+};
+
+struct tanh {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("tanh"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(math::tanh(x));
+        });
+    }
+};
+
+struct sigmoid {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("sigmoid"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(T(1) / (T(1) + math::exp(-x)));
+        });
+    }
+};
+
+struct silu {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("silu"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(x / (T(1) + math::exp(-x)));
+        });
+    }
+};
+
+// gelu, erf form: x * Phi(x)
+struct gelu {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("gelu"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440))));
+        });
+    }
+};
+
+// gelu, tanh approximation (PyTorch's approximate="tanh")
+struct gelu_tanh {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("gelu_tanh"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>(T(0.5) * x * (T(1) + math::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))));
+        });
+    }
+};
+
+// log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|)
+struct softplus {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("softplus"); }
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            return static_cast<T>((x > T(0) ? x : T(0)) + math::log1p(math::exp(-math::fabs(x))));
+        });
+    }
+};
+
+
+struct leaky_relu {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("leaky_relu"); }
+    f32 slope;
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [s = slope](auto x) { return x > decltype(x)(0) ? x : static_cast<decltype(x)>(s) * x; });
+    }
+};
+
+struct elu {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("elu"); }
+    f32 alpha;
+    template <class A>
+    TENET_HD auto operator()(A a) const
+    {
+        return detail::floating(a, [al = alpha](auto x) {
+            return x > decltype(x)(0) ? x : static_cast<decltype(x)>(al) * math::expm1(x);
+        });
+    }
+};
+
+// clamp(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN.
+template <class V>
+struct clamp {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("clamp"); }
+    V lo, hi;
+    template <class A>
+    TENET_HD constexpr auto operator()(A a) const
+    {
+        return minimum{}(maximum{}(a, lo), hi);
+    }
+};
+
+struct select {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("where"); }
+    template <class C, class A, class B>
+    TENET_HD constexpr auto operator()(C c, A a, B b) const
+    {
+        if constexpr (std::is_same_v<A, bool> && std::is_same_v<B, bool>) {
+            return convert<bool>(c) ? a : b;
+        } else {
+            using R = arithmetic_t<A, B>;
+            return convert<bool>(c) ? convert<R>(a) : convert<R>(b);
+        }
+    }
+};
+
+// cast<T>: round to T (tenet::convert's rules), then continue in T's compute type.
+template <class T>
+struct cast_to {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("cast"); }
+    template <class A>
+    TENET_HD constexpr compute_t<T> operator()(A a) const
+    {
+        return convert<compute_t<T>>(convert<T>(a));
+    }
+};
+
+}  // namespace tenet::ops

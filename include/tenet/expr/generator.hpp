@@ -1,0 +1,69 @@
+// generator_expr: values computed from the index alone (iota, random
+// numbers). No memory is read; any place can use it.
+#pragma once
+
+#include "../memory/place.hpp"
+#include "node.hpp"
+
+#include <cstdint>
+
+namespace tenet::detail {
+
+template <class G>
+struct generator_eval {
+    using value_type = typename G::value_type;
+    G generate;
+
+    template <class Index>
+    TENET_HD value_type at(Index i) const
+    {
+        return generate(static_cast<unsigned long long>(i));
+    }
+    template <std::size_t K, class Index>
+    TENET_HD vec<value_type, K> chunk(Index i) const
+    {
+        vec<value_type, K> r;
+TENET_UNROLL
+        for (std::size_t k = 0; k < K; ++k) r[k] = generate(static_cast<unsigned long long>(i) + k);
+        return r;
+    }
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return true;
+    }
+    template <class F>
+    void visit_leaves(F&&, bool) const
+    {
+    }
+    static constexpr std::size_t smallest_element = no_memory_access;
+};
+
+template <class G, class S>
+struct generator_expr {
+    using shape = S;
+    using value_type = typename G::value_type;
+    using place = AnyPlace;
+    G generate;
+
+    template <class Context>
+    generator_eval<G> prepare(Context&) const
+    {
+        return {generate};
+    }
+};
+
+template <class V>
+struct iota_generator {
+    using value_type = V;
+    V start, step;
+    TENET_HD V operator()(unsigned long long i) const
+    {
+        if constexpr (std::is_same_v<V, i32>)
+            return static_cast<i32>(static_cast<std::uint32_t>(start) + static_cast<std::uint32_t>(step) * static_cast<std::uint32_t>(i));
+        else
+            return start + step * static_cast<V>(i);
+    }
+};
+
+}  // namespace tenet::detail

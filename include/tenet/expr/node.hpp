@@ -1,0 +1,88 @@
+// How operands are held inside expression nodes. Views and nodes are held by
+// value; a Tensor lvalue is held as a read-only view of it (reference
+// semantics: it must outlive the expression); a Tensor rvalue is moved in and
+// owned, so `auto e = x + make_tensor();` does not dangle.
+#pragma once
+
+#include "../tensor/tensor.hpp"
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace tenet::detail {
+
+template <class E>
+auto as_node(E&& e)
+{
+    using D = std::decay_t<E>;
+    if constexpr (is_tensor<D>::value && std::is_lvalue_reference_v<E>) return std::as_const(e).view();
+    else return D(std::forward<E>(e));
+}
+
+template <class E>
+using node_t = decltype(as_node(std::declval<E>()));
+
+// A tuple that stays trivially copyable (std::tuple is not), for evaluators.
+template <class... T>
+struct value_pack;
+template <>
+struct value_pack<> {
+    static constexpr std::size_t size = 0;
+};
+template <class Head, class... Tail>
+struct value_pack<Head, Tail...> {
+    static constexpr std::size_t size = 1 + sizeof...(Tail);
+    Head head;
+    value_pack<Tail...> tail;
+};
+
+// The smallest element any member loads or stores (sets the chunk length).
+template <class... T>
+inline constexpr std::size_t smallest_element_of = [] {
+    std::size_t s = 16;
+    ((s = T::smallest_element < s ? T::smallest_element : s), ...);
+    return s;
+}();
+
+template <std::size_t K, class... T, std::size_t... I>
+bool all_aligned(const value_pack<T...>& p, std::index_sequence<I...>);
+
+template <std::size_t I, class Head, class... Tail>
+TENET_HD constexpr const auto& get(const value_pack<Head, Tail...>& p)
+{
+    if constexpr (I == 0) return p.head;
+    else return get<I - 1>(p.tail);
+}
+
+TENET_HD constexpr value_pack<> make_value_pack() { return {}; }
+
+template <class Head, class... Tail>
+TENET_HD constexpr value_pack<Head, Tail...> make_value_pack(Head head, Tail... tail)
+{
+    return {head, make_value_pack(tail...)};
+}
+
+template <std::size_t K, class... T, std::size_t... I>
+bool all_aligned(const value_pack<T...>& p, std::index_sequence<I...>)
+{
+    return (get<I>(p).template aligned<K>() && ...);
+}
+
+template <std::size_t K, class... T>
+bool all_aligned(const value_pack<T...>& p)
+{
+    return all_aligned<K>(p, std::index_sequence_for<T...>{});
+}
+
+template <class Pack>
+struct pack_traits;
+template <class... T>
+struct pack_traits<value_pack<T...>> {
+    static constexpr std::size_t smallest_element = smallest_element_of<T...>;
+};
+
+// What an evaluator that touches no memory reports as its smallest element.
+inline constexpr std::size_t no_memory_access = 16;
+
+}  // namespace tenet::detail

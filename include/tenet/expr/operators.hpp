@@ -1,0 +1,225 @@
+// Building expressions: the arithmetic, comparison and logical operators and
+// the named elementwise functions. Operands are tensors, views, expressions or
+// plain numbers; shapes broadcast (NumPy rules) and places must agree, both
+// checked at compile time with a tenet: diagnostic naming the shapes or places.
+#pragma once
+
+#include "functors.hpp"
+#include "map.hpp"
+#include "views.hpp"
+
+#include <type_traits>
+#include <utility>
+
+namespace tenet {
+namespace detail {
+
+template <class... E>
+struct broadcast_all;
+template <class E>
+struct broadcast_all<E> {
+    static constexpr bool valid = true;
+    using shape = typename E::shape;
+};
+template <class A, class B, class... Rest>
+struct broadcast_all<A, B, Rest...> {
+    using rest = broadcast_all<B, Rest...>;
+    static constexpr bool valid = rest::valid && broadcastable_v<typename A::shape, typename rest::shape>;
+    using shape = broadcast_shape_t<typename A::shape, typename rest::shape>;
+};
+
+template <class First, class... Rest>
+constexpr auto join_with_vs(First first, Rest... rest)
+{
+    if constexpr (sizeof...(Rest) == 0) return first;
+    else return first + fixed_string(" vs ") + join_with_vs(rest...);
+}
+
+template <class Op, class... E>
+struct broadcast_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: incompatible broadcast in ") + Op::name() + fixed_string(": ") +
+               join_with_vs(shape_name<typename E::shape>::text()...);
+    }
+};
+
+template <class Op, class... E>
+struct place_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: ") + Op::name() + fixed_string(" mixes places: ") +
+               join_with_vs((shape_name<typename E::shape>::text() + fixed_string(" in ") + E::place::name())...);
+    }
+};
+
+// Stands in for an expression that failed a compile-time check, so that one
+// error is reported instead of a cascade.
+struct failed_expression {};
+
+template <class Op, class... E>
+auto make_map(Op op, E&&... operands)
+{
+    using checks = broadcast_all<node_t<E>...>;
+    using place = combined_places_t<typename node_t<E>::place...>;
+    static_assert(check<checks::valid, broadcast_failure<Op, node_t<E>...>>,
+                  "tenet: incompatible broadcast in an elementwise operation");
+    static_assert(check<!std::is_void_v<place>, place_failure<Op, node_t<E>...>>,
+                  "tenet: Host and Device tensors in one expression");
+    if constexpr (checks::valid && !std::is_void_v<place>) {
+        using S = typename checks::shape;
+        return map_expr<Op, decltype(broadcast_node<S>(std::forward<E>(operands)))...>{
+            op, {broadcast_node<S>(std::forward<E>(operands))...}};
+    } else {
+        return failed_expression{};
+    }
+}
+
+// A plain number as an operand next to an expression of compute type V.
+template <class V, class S>
+scalar_expr<weak_scalar_t<V, S>> scalar_operand(S s)
+{
+    return {scalar_as<weak_scalar_t<V, S>>(s)};
+}
+
+template <class E, class Other>
+decltype(auto) operand(E&& e)
+{
+    if constexpr (scalar_value<std::decay_t<E>>) return scalar_operand<typename std::decay_t<Other>::value_type>(e);
+    else return std::forward<E>(e);
+}
+
+template <class A, class B>
+concept binary_operands =
+    (expression<std::decay_t<A>> && (expression<std::decay_t<B>> || scalar_value<std::decay_t<B>>)) ||
+    (scalar_value<std::decay_t<A>> && expression<std::decay_t<B>>);
+
+template <class Op, class A, class B>
+auto make_binary(A&& a, B&& b)
+{
+    return make_map(Op{}, operand<A, B>(std::forward<A>(a)), operand<B, A>(std::forward<B>(b)));
+}
+
+}  // namespace detail
+
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator+(A&& a, B&& b) { return detail::make_binary<ops::plus>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator-(A&& a, B&& b) { return detail::make_binary<ops::minus>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator*(A&& a, B&& b) { return detail::make_binary<ops::multiplies>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator/(A&& a, B&& b) { return detail::make_binary<ops::divides>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator<(A&& a, B&& b) { return detail::make_binary<ops::less>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator<=(A&& a, B&& b) { return detail::make_binary<ops::less_equal>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator>(A&& a, B&& b) { return detail::make_binary<ops::greater>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator>=(A&& a, B&& b) { return detail::make_binary<ops::greater_equal>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator==(A&& a, B&& b) { return detail::make_binary<ops::equal_to>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto operator!=(A&& a, B&& b) { return detail::make_binary<ops::not_equal_to>(std::forward<A>(a), std::forward<B>(b)); }
+
+template <class A, class B> requires detail::binary_operands<A, B>
+auto min(A&& a, B&& b) { return detail::make_binary<ops::minimum>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto max(A&& a, B&& b) { return detail::make_binary<ops::maximum>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto pow(A&& a, B&& b) { return detail::make_binary<ops::power>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto logical_and(A&& a, B&& b) { return detail::make_binary<ops::logical_and>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto logical_or(A&& a, B&& b) { return detail::make_binary<ops::logical_or>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto logical_xor(A&& a, B&& b) { return detail::make_binary<ops::logical_xor>(std::forward<A>(a), std::forward<B>(b)); }
+
+template <class E> requires expression<std::decay_t<E>>
+auto operator-(E&& e) { return detail::make_map(ops::negate{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto operator!(E&& e) { return detail::make_map(ops::logical_not{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto logical_not(E&& e) { return detail::make_map(ops::logical_not{}, std::forward<E>(e)); }
+
+template <class E> requires expression<std::decay_t<E>>
+auto abs(E&& e) { return detail::make_map(ops::absolute{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto sign(E&& e) { return detail::make_map(ops::sign{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto square(E&& e) { return detail::make_map(ops::square{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto reciprocal(E&& e) { return detail::make_map(ops::reciprocal{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto exp(E&& e) { return detail::make_map(ops::exp{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto exp2(E&& e) { return detail::make_map(ops::exp2{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto expm1(E&& e) { return detail::make_map(ops::expm1{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto log(E&& e) { return detail::make_map(ops::log{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto log2(E&& e) { return detail::make_map(ops::log2{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto log1p(E&& e) { return detail::make_map(ops::log1p{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto sqrt(E&& e) { return detail::make_map(ops::sqrt{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto rsqrt(E&& e) { return detail::make_map(ops::rsqrt{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto sin(E&& e) { return detail::make_map(ops::sin{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto cos(E&& e) { return detail::make_map(ops::cos{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto tanh(E&& e) { return detail::make_map(ops::tanh{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto sigmoid(E&& e) { return detail::make_map(ops::sigmoid{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto relu(E&& e) { return detail::make_map(ops::relu{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto silu(E&& e) { return detail::make_map(ops::silu{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto gelu(E&& e) { return detail::make_map(ops::gelu{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto gelu_tanh(E&& e) { return detail::make_map(ops::gelu_tanh{}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto softplus(E&& e) { return detail::make_map(ops::softplus{}, std::forward<E>(e)); }
+
+template <class E> requires expression<std::decay_t<E>>
+auto leaky_relu(E&& e, f32 slope = 0.01f) { return detail::make_map(ops::leaky_relu{slope}, std::forward<E>(e)); }
+template <class E> requires expression<std::decay_t<E>>
+auto elu(E&& e, f32 alpha = 1.0f) { return detail::make_map(ops::elu{alpha}, std::forward<E>(e)); }
+
+template <class E, scalar_value Lo, scalar_value Hi> requires expression<std::decay_t<E>>
+auto clamp(E&& e, Lo lo, Hi hi)
+{
+    using V = detail::weak_scalar_t<typename std::decay_t<E>::value_type, std::common_type_t<Lo, Hi>>;
+    return detail::make_map(ops::clamp<V>{detail::scalar_as<V>(lo), detail::scalar_as<V>(hi)}, std::forward<E>(e));
+}
+
+// where(condition, a, b): a where condition is true (nonzero), else b.
+template <class C, class A, class B>
+    requires(expression<std::decay_t<C>> || expression<std::decay_t<A>> || expression<std::decay_t<B>>)
+auto where(C&& condition, A&& a, B&& b)
+{
+    auto value_operand = [](auto&& x, auto&& other) -> decltype(auto) {
+        using X = std::decay_t<decltype(x)>;
+        using O = std::decay_t<decltype(other)>;
+        if constexpr (scalar_value<X> && expression<O>) return detail::scalar_operand<typename O::value_type>(x);
+        else if constexpr (scalar_value<X>) return detail::scalar_expr<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>{detail::scalar_as<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>(x)};
+        else return std::forward<decltype(x)>(x);
+    };
+    auto condition_operand = [](auto&& c) -> decltype(auto) {
+        if constexpr (scalar_value<std::decay_t<decltype(c)>>) return detail::scalar_expr<bool>{static_cast<bool>(c)};
+        else return std::forward<decltype(c)>(c);
+    };
+    return detail::make_map(ops::select{}, condition_operand(std::forward<C>(condition)),
+                            value_operand(std::forward<A>(a), b), value_operand(std::forward<B>(b), a));
+}
+
+// cast<T>(e): round each element to T (tenet::convert), continue in T's compute type.
+template <class T, class E> requires(element<T> && expression<std::decay_t<E>>)
+auto cast(E&& e) { return detail::make_map(ops::cast_to<T>{}, std::forward<E>(e)); }
+
+}  // namespace tenet

@@ -1,0 +1,71 @@
+// remap_expr: a view (transpose, slice, broadcast, reshape, ...) of an
+// expression that is not a plain tensor: element i of the view is element
+// index_map<L>::offset(i) of the operand. Views of tensors never need it --
+// they become new static layouts over the same memory.
+#pragma once
+
+#include "../shape/layout.hpp"
+#include "node.hpp"
+
+namespace tenet::detail {
+
+template <class Eval, class L>
+struct remap_eval {
+    using value_type = typename Eval::value_type;
+    using map = index_map<L>;
+    Eval operand;
+
+    template <class Index>
+    TENET_HD value_type at(Index i) const
+    {
+        return operand.at(map::offset(i));
+    }
+
+    template <std::size_t K, class Index>
+    TENET_HD vec<value_type, K> chunk(Index i) const
+    {
+        constexpr chunk_access access = map::template chunk<K>;
+        if constexpr (access == chunk_access::vector) {
+            return operand.template chunk<K>(map::offset(i));
+        } else if constexpr (access == chunk_access::uniform) {
+            return splat<K>(at(i));
+        } else {
+            vec<value_type, K> r;
+TENET_UNROLL
+            for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
+            return r;
+        }
+    }
+
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return map::template chunk<K> != chunk_access::vector || operand.template aligned<K>();
+    }
+
+    // Leaves below a re-indexing view are not read at the destination's index.
+    template <class F>
+    void visit_leaves(F&& f, bool direct) const
+    {
+        operand.visit_leaves(f, direct && map::contiguous && L::offset == 0);
+    }
+
+    static constexpr std::size_t smallest_element = Eval::smallest_element;
+};
+
+template <class E, class L>
+struct remap_expr {
+    using shape = typename L::shape;
+    using value_type = typename E::value_type;
+    using place = typename E::place;
+    E operand;
+
+    template <class Context>
+    auto prepare(Context& context) const
+    {
+        using operand_eval = decltype(operand.prepare(context));
+        return remap_eval<operand_eval, L>{operand.prepare(context)};
+    }
+};
+
+}  // namespace tenet::detail

@@ -1,0 +1,129 @@
+// Reductions: sum, mean, prod, norm2, max, min, argmax, argmin -- over all
+// elements (no axes) or compile-time axes (negative counts from the end),
+// optionally keeping reduced axes with extent 1 (keepdims).
+//
+//   y = sum<1>(exp(x - m));       one kernel: reads x and m once, writes y
+//   z = x - max<-1>(x, keepdims); the max is materialised once, then one
+//                                 elementwise kernel (never recomputed per element)
+//
+// A reduction is lazy: assigned to a tensor of its shape it writes straight
+// into it; inside a larger expression it is evaluated first into a scratch
+// tensor of its result type (the accumulate type: f32 for 16-bit floats).
+#pragma once
+
+#include "../exec/aliasing.hpp"
+#include "../exec/assign.hpp"
+#include "axes.hpp"
+#include "device.hpp"
+#include "host.hpp"
+#include "ops.hpp"
+
+#include <type_traits>
+#include <utility>
+
+namespace tenet {
+
+struct keepdims_t {};
+inline constexpr keepdims_t keepdims{};
+
+namespace detail {
+
+template <template <class> class Op, class E, class Axes, bool Keep>
+struct reduce_expr {
+    using op = Op<typename E::value_type>;
+    using shape = std::conditional_t<Keep, typename Axes::keepdims_shape, typename Axes::shape>;
+    using value_type = typename op::result;
+    using place = typename E::place;
+
+    E operand;
+
+    template <class Context>
+    auto prepare(Context& context) const
+    {
+        auto& scratch = context.template scratch<value_type, shape>();
+        assign_into(scratch.view(), context);
+        return scratch.prepare(context);
+    }
+
+    template <class Dst, class Context>
+    void assign_into(const Dst& destination, Context& context) const
+    {
+        const auto in = operand.prepare(context);
+        const auto out = destination.prepare(context);
+        check_destination(out);
+        in.visit_leaves(
+            [&](const auto& leaf, bool) {
+                if (leaf.data == nullptr) throw error("tenet: an operand of the reduction has no memory (moved-from?)");
+                if (overlaps(out, leaf))
+                    throw aliasing_error("tenet: a reduction's destination overlaps its input; use a separate tensor");
+            },
+            true);
+        if constexpr (host_accessible_v<typename Context::place>) {
+            host_reduce<op, Axes>(out, in);
+        } else {
+#if TENET_CUDA_COMPILER
+            device_reduce<op, Axes>(out, in, context.stream());
+#endif
+        }
+    }
+};
+
+template <template <class> class Op, bool Keep, int... Axes, class E>
+auto make_reduction(E&& e)
+{
+    using N = node_t<E>;
+    using S = typename N::shape;
+    using axes = reduction_axes<S, Axes...>;
+    static_assert(check<axes::in_range, reduction_axis_message<S, Axes...>>, "tenet: reduction axis out of range");
+    static_assert(axes::distinct, "tenet: a reduction axis is named twice");
+    if constexpr (axes::in_range && axes::distinct)
+        return reduce_expr<Op, N, axes, Keep>{as_node(std::forward<E>(e))};
+    else
+        return failed_expression{};
+}
+
+template <class V>
+using max_of = reductions::extreme<V, true>;
+template <class V>
+using min_of = reductions::extreme<V, false>;
+template <class V>
+using argmax_of = reductions::arg_extreme<V, true>;
+template <class V>
+using argmin_of = reductions::arg_extreme<V, false>;
+
+}  // namespace detail
+
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto sum(E&& e) { return detail::make_reduction<reductions::sum, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto sum(E&& e, keepdims_t) { return detail::make_reduction<reductions::sum, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto mean(E&& e) { return detail::make_reduction<reductions::mean, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto mean(E&& e, keepdims_t) { return detail::make_reduction<reductions::mean, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto prod(E&& e) { return detail::make_reduction<reductions::product, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto prod(E&& e, keepdims_t) { return detail::make_reduction<reductions::product, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto norm2(E&& e) { return detail::make_reduction<reductions::norm2, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto norm2(E&& e, keepdims_t) { return detail::make_reduction<reductions::norm2, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto max(E&& e) { return detail::make_reduction<detail::max_of, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto max(E&& e, keepdims_t) { return detail::make_reduction<detail::max_of, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto min(E&& e) { return detail::make_reduction<detail::min_of, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto min(E&& e, keepdims_t) { return detail::make_reduction<detail::min_of, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto argmax(E&& e) { return detail::make_reduction<detail::argmax_of, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto argmax(E&& e, keepdims_t) { return detail::make_reduction<detail::argmax_of, true, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto argmin(E&& e) { return detail::make_reduction<detail::argmin_of, false, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E> requires expression<std::decay_t<E>>
+auto argmin(E&& e, keepdims_t) { return detail::make_reduction<detail::argmin_of, true, Axes...>(std::forward<E>(e)); }
+
+}  // namespace tenet

@@ -1,0 +1,95 @@
+// leaf_eval: the evaluator of a tensor or view -- a pointer and a static
+// layout. It loads (inputs) and stores (destinations) single elements and
+// K-element chunks, converting between the storage and compute types with
+// tenet::convert.
+#pragma once
+
+#include "../memory/access.hpp"
+#include "../numeric/compute.hpp"
+#include "../numeric/convert.hpp"
+#include "../numeric/vec.hpp"
+#include "../shape/layout.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace tenet::detail {
+
+template <class T, class L>
+struct leaf_eval {
+    using element_type = std::remove_const_t<T>;
+    using value_type = compute_t<element_type>;
+    using layout = L;
+    using map = index_map<L>;
+
+    T* data;
+
+    template <class Index>
+    TENET_HD value_type at(Index i) const
+    {
+        return convert<value_type>(load_input(data + map::offset(i)));
+    }
+
+    template <std::size_t K, class Index>
+    TENET_HD vec<value_type, K> chunk(Index i) const
+    {
+        constexpr chunk_access access = map::template chunk<K>;
+        vec<value_type, K> r;
+        if constexpr (access == chunk_access::vector) {
+            const vec<element_type, K> raw = load_input_chunk<K>(data + map::offset(i));
+TENET_UNROLL
+            for (std::size_t k = 0; k < K; ++k) r[k] = convert<value_type>(raw[k]);
+        } else if constexpr (access == chunk_access::uniform) {
+            r = splat<K>(at(i));
+        } else {
+TENET_UNROLL
+            for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
+        }
+        return r;
+    }
+
+    template <class Index, class V>
+    TENET_HD void store(Index i, V value) const
+    {
+        data[map::offset(i)] = convert<element_type>(value);
+    }
+
+    template <std::size_t K, class Index, class V>
+    TENET_HD void store_chunk(Index i, const vec<V, K>& values) const
+    {
+        if constexpr (map::template chunk<K> == chunk_access::vector) {
+            vec<element_type, K> raw;
+TENET_UNROLL
+            for (std::size_t k = 0; k < K; ++k) raw[k] = convert<element_type>(values[k]);
+            detail::store_chunk<K>(data + map::offset(i), raw);
+        } else {
+TENET_UNROLL
+            for (std::size_t k = 0; k < K; ++k) store(static_cast<Index>(i + k), values[k]);
+        }
+    }
+
+    // Host side, before a launch: can chunks of K use vector accesses?
+    template <std::size_t K>
+    bool aligned() const
+    {
+        if constexpr (map::template chunk<K> != chunk_access::vector) return true;
+        else return reinterpret_cast<std::uintptr_t>(data) % chunk_alignment<K, element_type> == 0;
+    }
+
+    static constexpr std::size_t smallest_element = sizeof(T);
+
+    // Calls f(leaf, direct) for every leaf; direct is false under a view node
+    // that re-indexes (aliasing checks need to know).
+    template <class F>
+    void visit_leaves(F&& f, bool direct) const
+    {
+        f(*this, direct);
+    }
+
+    // Bytes [first, last) this leaf can touch.
+    const void* first_byte() const { return data + L::offset; }
+    const void* last_byte() const { return data + L::max_offset + 1; }
+};
+
+}  // namespace tenet::detail

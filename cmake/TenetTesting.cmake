@@ -14,11 +14,15 @@ function(tenet_add_compile_fail_tests dir kind)
     endif()
     string(TOLOWER ${kind} suffix)
     foreach(snippet IN LISTS snippets)
+        file(STRINGS ${snippet} only_for REGEX "^// compilers: ")
+        if(only_for AND NOT only_for MATCHES "${suffix}")
+            continue()
+        endif()
         get_filename_component(name ${snippet} NAME_WE)
         add_test(NAME compile_fail.${suffix}.${name}
             COMMAND ${CMAKE_COMMAND}
                 -DCOMPILER=${compiler} -DKIND=${kind} -DSNIPPET=${snippet}
-                -DINCLUDES=${PROJECT_SOURCE_DIR}/include|${TENET_CUDA_INCLUDE_DIRS}
+                -DINCLUDES=${PROJECT_SOURCE_DIR}/include|${CMAKE_CURRENT_SOURCE_DIR}/support|${PROJECT_SOURCE_DIR}/bench|${TENET_CUDA_INCLUDE_DIRS}
                 -P ${PROJECT_SOURCE_DIR}/cmake/run_compile_fail.cmake)
         set_tests_properties(compile_fail.${suffix}.${name} PROPERTIES LABELS compile-fail)
     endforeach()
@@ -34,7 +38,7 @@ function(tenet_add_ptx_test name source)
         COMMAND ${CMAKE_COMMAND}
             -DNVCC=${CMAKE_CUDA_COMPILER} -DPTXAS=${CUDAToolkit_BIN_DIR}/ptxas
             -DCHECKER=$<TARGET_FILE:tenet_ptx_check> -DSOURCE=${source} -DOUT=${out}/${name}
-            -DINCLUDES=${PROJECT_SOURCE_DIR}/include
+            -DINCLUDES=${PROJECT_SOURCE_DIR}/include|${CMAKE_CURRENT_SOURCE_DIR}/support|${PROJECT_SOURCE_DIR}/bench
             "-DEXPECT=${ARGN}"
             -P ${PROJECT_SOURCE_DIR}/cmake/run_ptx_check.cmake)
     set_tests_properties(ptx.${name} PROPERTIES LABELS ptx)

@@ -1,11 +1,20 @@
 # Compiles SNIPPET with COMPILER (KIND = CXX or CUDA) and passes only when the
-# compilation fails with a diagnostic containing the snippet's "// expect: " text.
+# compilation fails with a diagnostic containing every expected text:
+#   // expect: <text>        for both compilers (exactly one such line)
+#   // expect-cxx: <text>    for g++ only;  // expect-cuda: <text>  for nvcc only
+# (A snippet with "// compilers: cxx" is registered for g++ only.)
 file(STRINGS ${SNIPPET} expect_lines REGEX "^// expect: ")
 list(LENGTH expect_lines count)
 if(NOT count EQUAL 1)
     message(FATAL_ERROR "${SNIPPET}: needs exactly one '// expect: <diagnostic text>' line")
 endif()
-string(REGEX REPLACE "^// expect: " "" expected "${expect_lines}")
+string(TOLOWER "${KIND}" kind_lower)
+file(STRINGS ${SNIPPET} specific_lines REGEX "^// expect-${kind_lower}: ")
+set(expected_texts)
+foreach(line IN LISTS expect_lines specific_lines)
+    string(REGEX REPLACE "^// expect(-${kind_lower})?: " "" text "${line}")
+    list(APPEND expected_texts "${text}")
+endforeach()
 
 string(REPLACE "|" ";" include_list "${INCLUDES}")
 set(include_flags)
@@ -22,11 +31,13 @@ execute_process(COMMAND ${command} RESULT_VARIABLE result OUTPUT_VARIABLE out ER
 set(diagnostics "${out}${err}")
 
 if(result EQUAL 0)
-    message(FATAL_ERROR "${SNIPPET} compiled, but it must not (expected: ${expected})")
+    message(FATAL_ERROR "${SNIPPET} compiled, but it must not (expected: ${expected_texts})")
 endif()
-string(FIND "${diagnostics}" "${expected}" at)
-if(at EQUAL -1)
-    message(FATAL_ERROR "${SNIPPET} failed to compile, but not with the expected message.\n"
-                        "expected: ${expected}\ndiagnostics:\n${diagnostics}")
-endif()
-message(STATUS "rejected as expected: ${expected}")
+foreach(expected IN LISTS expected_texts)
+    string(FIND "${diagnostics}" "${expected}" at)
+    if(at EQUAL -1)
+        message(FATAL_ERROR "${SNIPPET} failed to compile, but not with the expected message.\n"
+                            "expected: ${expected}\ndiagnostics:\n${diagnostics}")
+    endif()
+    message(STATUS "rejected as expected: ${expected}")
+endforeach()

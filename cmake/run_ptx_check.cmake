@@ -2,9 +2,14 @@
 # the ptxas report and the source's PTX-CHECK lines, plus EXPECT if given.
 get_filename_component(dir ${OUT} DIRECTORY)
 file(MAKE_DIRECTORY ${dir})
+string(REPLACE "|" ";" include_list "${INCLUDES}")
+set(include_flags)
+foreach(dir IN LISTS include_list)
+    list(APPEND include_flags -I${dir})
+endforeach()
 execute_process(
     COMMAND ${NVCC} -ptx -arch=sm_90 -std=c++20 -O3 --expt-relaxed-constexpr --extended-lambda
-            -I${INCLUDES} ${SOURCE} -o ${OUT}.ptx
+            ${include_flags} ${SOURCE} -o ${OUT}.ptx
     RESULT_VARIABLE result ERROR_VARIABLE err)
 if(NOT result EQUAL 0)
     message(FATAL_ERROR "nvcc -ptx failed on ${SOURCE}:\n${err}")

@@ -1,6 +1,7 @@
 // A Google Benchmark reporter that prints the usual table, then each
-// benchmark's bandwidth as a fraction of a reference benchmark run in the
-// same process (a plain memory copy), and named ratios between benchmarks.
+// benchmark's bandwidth (in the order they ran) as a fraction of a reference
+// benchmark run in the same process (a plain memory copy), and named ratios
+// between benchmarks.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -22,8 +23,9 @@ public:
         for (const Run& run : runs) {
             if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
             const auto bytes = run.counters.find("bytes_per_second");
-            seconds_[run.benchmark_name()] = run.GetAdjustedRealTime() / 1e9;  // time unit: ns
-            if (bytes != run.counters.end()) bandwidth_[run.benchmark_name()] = bytes->second.value;
+            const std::string name = name_of(run);
+            seconds_[name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
+            if (bytes != run.counters.end()) bandwidth_.emplace_back(name, bytes->second.value);
         }
     }
 
@@ -31,7 +33,9 @@ public:
     void print_summary(const std::vector<std::pair<std::string, std::string>>& ratios) const
     {
         std::printf("\n%-44s %10s %12s\n", "benchmark", "GB/s", "of copy BW");
-        const double copy = bandwidth_.count(copy_) ? bandwidth_.at(copy_) : 0;
+        double copy = 0;
+        for (const auto& [name, bw] : bandwidth_)
+            if (name == copy_) copy = bw;
         for (const auto& [name, bw] : bandwidth_)
             std::printf("%-44s %10.2f %11.0f%%\n", name.c_str(), bw / 1e9, copy > 0 ? 100 * bw / copy : 0.0);
         std::printf("\n");
@@ -43,7 +47,15 @@ public:
     }
 
 private:
+    // The benchmark's name without "/real_time": UseRealTime() does not rename it here.
+    static std::string name_of(const Run& run)
+    {
+        benchmark::BenchmarkName name = run.run_name;
+        name.time_type.clear();
+        return name.str();
+    }
+
     std::string copy_;
     std::map<std::string, double> seconds_;
-    std::map<std::string, double> bandwidth_;
+    std::vector<std::pair<std::string, double>> bandwidth_;
 };

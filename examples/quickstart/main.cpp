@@ -1,16 +1,34 @@
-// quickstart: the README's example. One value through the storage types of
-// tenet's precision policies, on the host and, when a GPU is present, on the
-// device: the same bits either way.
+// quickstart: the README's example. One fused expression, evaluated on the
+// host -- and on the GPU, in one kernel, when this file is compiled by nvcc
+// and a GPU is present.
 #include <tenet/tenet.hpp>
 
 #include <cstdio>
 
+using namespace tenet;
+
+template <class Place>
+void run(const char* where)
+{
+    using X = Shape<1024, 4096>;
+    Tensor<bf16, X, Place> x = random_normal<X>(/*seed=*/1);  // bf16 storage
+    Tensor<f32, Shape<4096>, Place> b = random_uniform<Shape<4096>>(2, 0, -0.5f, 0.5f);
+    Tensor<bf16, X, Place> y;
+    y = gelu(x * 0.5f + b);                 // ONE kernel; b broadcast along rows; f32 math, one rounding
+    Tensor<f32, Shape<>, Place> total = sum(y);  // a reduction fused with its input
+    Tensor<f32, Shape<>, Host> result;
+    copy(result, total);
+    current_stream().synchronize();
+    std::printf("%-6s sum(gelu(x * 0.5 + b)) over %zu bf16 elements = %.4f\n", where, X::numel, result());
+}
+
 int main()
 {
-    using policy = tenet::bf16_mixed;  // storage bf16, compute f32
-    const policy::storage w = tenet::convert<policy::storage>(1.0f / 3.0f);
-    std::printf("1/3 as bf16: %.9g\n", tenet::convert<float>(w));
-    const tenet::f8e4m3 big = tenet::convert<tenet::f8e4m3>(1e6f);
-    std::printf("1e6 as f8e4m3 (saturates): %.9g\n", tenet::convert<float>(big));
-    std::printf("device: %s\n", tenet::has_device() ? "present" : "none (host only)");
+    run<Host>("host");
+#if TENET_CUDA_COMPILER
+    if (has_device()) run<Device>("device");
+    else std::printf("device: none (the device path was compiled, not run)\n");
+#else
+    std::printf("device: this build has no CUDA compiler\n");
+#endif
 }

@@ -47,6 +47,16 @@
 #define TENET_UNROLL
 #endif
 
+// Let the compiler vectorise a host loop whose iterations are independent
+// (OpenMP's simd when -fopenmp is on, else g++'s ivdep).
+#if defined(_OPENMP) && !defined(__CUDACC__)
+#define TENET_SIMD_LOOP _Pragma("omp simd")
+#elif defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define TENET_SIMD_LOOP _Pragma("GCC ivdep")
+#else
+#define TENET_SIMD_LOOP
+#endif
+
 // Split a host loop across cores when OpenMP is on (-fopenmp); serial otherwise.
 #define TENET_PRAGMA(text) _Pragma(#text)
 #if defined(_OPENMP)

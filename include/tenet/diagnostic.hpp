@@ -1,9 +1,11 @@
 // Compile-time diagnostics that name the offending shapes and places.
 //
 // C++20 static_assert messages must be literals, so tenet puts the full text
-// in the asserted condition instead: static_assert(check<ok, text>, "tenet:
-// ..."). The compiler prints the literal as the error and, on g++, the text
-// (shapes included) in the note that says which condition failed. The text is
+// in the asserted condition instead:
+//     if constexpr (!ok) static_assert(diagnostic<Message::text()>, "tenet: ...");
+// The compiler prints the literal as the error and, on g++, the full text
+// (shapes and places included) in the note saying which condition failed; nvcc
+// names the types in its "detected during instantiation" lines. The text is
 // only computed when the check fails.
 #pragma once
 
@@ -57,11 +59,5 @@ constexpr auto decimal()
 // Always false; its template argument is the message the compiler shows.
 template <fixed_string Message>
 inline constexpr bool diagnostic = false;
-
-// check<true, F> is true without calling F; check<false, F> shows F()'s text.
-template <bool Ok, class MessageFactory>
-inline constexpr bool check = true;
-template <class MessageFactory>
-inline constexpr bool check<false, MessageFactory> = diagnostic<MessageFactory::text()>;
 
 }  // namespace tenet::detail

@@ -3,7 +3,9 @@
 //   ptx_check --source f.cu --ptx f.ptx --ptxas-log f.txt [--expect "LINE"]...
 //
 // Expectations come from the source's "// PTX-CHECK: " lines and --expect:
-//   kernels=N                       number of .entry kernels in the PTX
+//   kernels=N                       number of .entry kernels in the PTX, not
+//                                   counting those named in "// PTX-IGNORE: "
+//                                   lines (e.g. CUB's never-launched EmptyKernel)
 //   kernel=NAME key<op>N ...        the one kernel whose name contains NAME
 // with op one of = <= >= and key one of
 //   ld.global  ld.global.nc  ld.global.v1 .v2 .v4 .v8   (loads; v1 = scalar)
@@ -180,12 +182,23 @@ int main(int argc, char** argv)
     try {
         std::istringstream source_lines(read_file(source));
         std::string line;
-        const std::string marker = "// PTX-CHECK: ";
-        while (std::getline(source_lines, line))
+        const std::string marker = "// PTX-CHECK: ", ignore_marker = "// PTX-IGNORE: ";
+        std::vector<std::string> ignored;
+        while (std::getline(source_lines, line)) {
             if (line.rfind(marker, 0) == 0) expectations.push_back(line.substr(marker.size()));
+            if (line.rfind(ignore_marker, 0) == 0) ignored.push_back(line.substr(ignore_marker.size()));
+        }
         if (expectations.empty()) throw std::runtime_error(source + " has no PTX-CHECK lines");
 
         auto kernels = parse_ptx(read_file(ptx));
+        std::erase_if(kernels, [&](const kernel_report& k) {
+            for (const auto& name : ignored)
+                if (k.name.find(name) != std::string::npos) {
+                    std::printf("ignored kernel %s\n", k.name.c_str());
+                    return true;
+                }
+            return false;
+        });
         parse_ptxas_log(read_file(log), kernels);
         for (const auto& k : kernels) {
             std::printf("kernel %s:", k.name.c_str());

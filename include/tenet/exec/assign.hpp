@@ -67,8 +67,10 @@ constexpr bool check_assignment()
                   "tenet: cannot assign to a broadcast view: several of its elements share one memory location");
     constexpr bool shapes_ok = broadcasts_to_v<typename Src::shape, typename Dst::shape>;
     constexpr bool places_ok = !std::is_void_v<combined_place_t<typename Dst::place, typename Src::place>>;
-    static_assert(check<shapes_ok, assignment_shape_failure<Dst, Src>>, "tenet: shape mismatch in assignment");
-    static_assert(check<places_ok, assignment_place_failure<Dst, Src>>, "tenet: assignment mixes Host and Device");
+    if constexpr (!shapes_ok)
+        static_assert(diagnostic<assignment_shape_failure<Dst, Src>::text()>, "tenet: shape mismatch in assignment");
+    if constexpr (!places_ok)
+        static_assert(diagnostic<assignment_place_failure<Dst, Src>::text()>, "tenet: assignment mixes Host and Device");
     static_assert(host_accessible_v<typename Dst::place> || TENET_CUDA_COMPILER,
                   "tenet: evaluating into a Device tensor needs a CUDA compiler: compile this file with nvcc "
                   "(as a .cu file or LANGUAGE CUDA), or use Host tensors");
@@ -89,13 +91,14 @@ template <class Place, class Dsts, class Srcs>
 void run_elementwise(const Dsts& dsts, const Srcs& srcs, [[maybe_unused]] stream_ref stream)
 {
     constexpr std::size_t n = decltype(dsts.head)::layout::shape::numel;
-    constexpr std::size_t dst_smallest = pack_traits<Dsts>::smallest_element;
-    constexpr std::size_t src_smallest = pack_traits<Srcs>::smallest_element;
-    constexpr std::size_t smallest = dst_smallest < src_smallest ? dst_smallest : src_smallest;
     if constexpr (host_accessible_v<Place>) {
-        host_elementwise<n, host_chunk<smallest>>(dsts, srcs, std::make_index_sequence<Dsts::size>{});
+        host_elementwise<n>(dsts, srcs, std::make_index_sequence<Dsts::size>{});
     } else {
 #if TENET_CUDA_COMPILER
+        // K: 16 bytes of the narrowest element any leaf or destination holds
+        constexpr std::size_t dst_smallest = pack_traits<Dsts>::smallest_element;
+        constexpr std::size_t src_smallest = pack_traits<Srcs>::smallest_element;
+        constexpr std::size_t smallest = dst_smallest < src_smallest ? dst_smallest : src_smallest;
         constexpr std::size_t k = smallest >= 16 ? 1 : 16 / smallest;
         const bool vector_path = all_aligned<k>(dsts) && all_aligned<k>(srcs);
         launch_elementwise<n, k>(dsts, srcs, vector_path, stream);

@@ -1,7 +1,8 @@
-// The host backend: one loop nest over the destination's elements, split
-// across cores with OpenMP, evaluating chunks of K elements so that the
-// compiler can vectorise the inner work. Several destinations are written in
-// the same traversal.
+// The host backend: one loop nest over the destination's elements -- blocks
+// split across cores with OpenMP, and within a block a simple loop the
+// compiler vectorises (contiguous operands load as vectors, branch-free
+// operations become blends, math functions call glibc's SIMD versions).
+// Several destinations are written in the same traversal.
 #pragma once
 
 #include "../expr/node.hpp"
@@ -11,24 +12,29 @@
 
 namespace tenet::detail {
 
-// Elements per chunk on the host: 32 bytes of the narrowest element (AVX2).
-template <std::size_t Smallest>
-inline constexpr std::size_t host_chunk = Smallest >= 32 ? 1 : 32 / Smallest;
+inline constexpr std::size_t host_block = 4096;
 
-template <std::size_t N, std::size_t K, class Dsts, class Srcs, std::size_t... I>
+template <std::size_t N, class Dsts, class Srcs, std::size_t... I>
 void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I...>)
 {
     using index = index_for<N>;
-    constexpr index chunks = N / K;
-    TENET_OMP_PARALLEL_FOR_IF(N >= 32768)
-    for (index c = 0; c != chunks; ++c) {
-        const index i = c * K;
-        const auto values = make_value_pack(get<I>(srcs).template chunk<K>(i)...);  // all reads before any write
-        (get<I>(dsts).template store_chunk<K>(i, get<I>(values)), ...);
-    }
-    for (index i = chunks * K; i != N; ++i) {
-        const auto values = make_value_pack(get<I>(srcs).at(i)...);
-        (get<I>(dsts).store(i, get<I>(values)), ...);
+    constexpr index blocks = (N + host_block - 1) / host_block;
+    TENET_OMP_PARALLEL_FOR_IF(N >= 8 * host_block)
+    for (index b = 0; b < blocks; ++b) {
+        // Private copies: the compiler then knows the stores below cannot
+        // change the evaluators, and keeps their pointers in registers.
+        const Dsts out = dsts;
+        const Srcs in = srcs;
+        const index begin = b * host_block, end = begin + host_block < N ? begin + host_block : N;
+        if constexpr (sizeof...(I) == 1) {
+            TENET_SIMD_LOOP
+            for (index i = begin; i < end; ++i) out.head.store(i, in.head.at(i));
+        } else {
+            for (index i = begin; i < end; ++i) {
+                const auto values = make_value_pack(get<I>(in).at(i)...);  // all reads before any write
+                (get<I>(out).store(i, get<I>(values)), ...);
+            }
+        }
     }
 }
 

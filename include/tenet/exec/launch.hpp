@@ -22,12 +22,11 @@ namespace tenet::detail {
 
 inline constexpr int block_threads = 256;
 
-// Multiprocessors and resident threads per multiprocessor of the current
-// device, read once per device and thread.
+// The current device and its multiprocessor count, read once per device and
+// thread.
 struct device_shape {
     int device = -1;
     int multiprocessors = 0;
-    int threads_per_multiprocessor = 0;
 };
 
 inline const device_shape& current_device_shape()
@@ -37,22 +36,27 @@ inline const device_shape& current_device_shape()
     TENET_CUDA_CHECK(cudaGetDevice(&device));
     if (cached.device != device) {
         TENET_CUDA_CHECK(cudaDeviceGetAttribute(&cached.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-        TENET_CUDA_CHECK(
-            cudaDeviceGetAttribute(&cached.threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor, device));
         cached.device = device;
     }
     return cached;
 }
 
-// Enough blocks to give each work item a thread, at most one full wave of
-// resident blocks (the loops are grid-strided).
-inline unsigned grid_for(std::size_t work_items, int threads_per_block = block_threads)
+// Enough blocks to give each work item a thread, and at most as many as the
+// GPU holds at once for this kernel (its occupancy, asked once per kernel and
+// device): the loops are grid-strided, and a second, partial wave of blocks
+// would leave multiprocessors idle at the end.
+template <auto Kernel, int Threads>
+unsigned grid_for(std::size_t work_items)
 {
     const device_shape& d = current_device_shape();
-    const std::size_t wave =
-        static_cast<std::size_t>(d.multiprocessors) * (d.threads_per_multiprocessor / threads_per_block);
-    const std::size_t needed = (work_items + threads_per_block - 1) / threads_per_block;
-    return static_cast<unsigned>(needed < wave ? (needed > 0 ? needed : 1) : wave);
+    thread_local int cached_device = -1, blocks_per_multiprocessor = 0;
+    if (cached_device != d.device) {
+        TENET_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_multiprocessor, Kernel, Threads, 0));
+        cached_device = d.device;
+    }
+    const std::size_t resident = static_cast<std::size_t>(d.multiprocessors) * blocks_per_multiprocessor;
+    const std::size_t needed = (work_items + Threads - 1) / Threads;
+    return static_cast<unsigned>(needed < resident ? (needed > 0 ? needed : 1) : resident);
 }
 
 // 32-bit indices when N plus a grid's worth of threads cannot overflow them.
@@ -96,8 +100,9 @@ void launch_elementwise(const Dsts& dsts, const Srcs& srcs, bool vector_path, st
                   "tenet: internal: evaluators must be trivially copyable to enter a kernel");
     static_assert(sizeof(Dsts) + sizeof(Srcs) + sizeof(bool) <= 32764,
                   "tenet: the expression is too large for a kernel's parameters (32 KiB); split the assignment");
+    constexpr auto kernel = elementwise_kernel<N, K, Dsts, Srcs>;
     const std::size_t work = vector_path ? N / K + N % K : N;
-    elementwise_kernel<N, K><<<grid_for(work), block_threads, 0, stream.get()>>>(dsts, srcs, vector_path);
+    kernel<<<grid_for<kernel, block_threads>(work), block_threads, 0, stream.get()>>>(dsts, srcs, vector_path);
     TENET_CUDA_CHECK(cudaGetLastError());
 }
 

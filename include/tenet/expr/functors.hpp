@@ -89,27 +89,36 @@ struct divides {
     }
 };
 
-struct minimum {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("min"); }
+// min and max propagate NaN (as PyTorch's do). From sm_80 the GPU does that
+// in one instruction (min.NaN / max.NaN); elsewhere, compare and select.
+template <bool Greatest>
+struct extremum {
+    static constexpr auto name()
+    {
+        if constexpr (Greatest) return ::tenet::detail::fixed_string("max");
+        else return ::tenet::detail::fixed_string("min");
+    }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
         using R = arithmetic_t<A, B>;
         const R x = convert<R>(a), y = convert<R>(b);
-        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : (y < x ? y : x));
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        if constexpr (std::is_same_v<R, f32>) {
+            if (!__builtin_is_constant_evaluated()) {
+                f32 r;
+                if constexpr (Greatest) asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+                else asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+                return r;
+            }
+        }
+#endif
+        const R chosen = Greatest ? (y > x ? y : x) : (y < x ? y : x);
+        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : chosen);
     }
 };
-
-struct maximum {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("max"); }
-    template <class A, class B>
-    TENET_HD constexpr auto operator()(A a, B b) const
-    {
-        using R = arithmetic_t<A, B>;
-        const R x = convert<R>(a), y = convert<R>(b);
-        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : (y > x ? y : x));
-    }
-};
+using minimum = extremum<false>;
+using maximum = extremum<true>;
 
 struct power {
     static constexpr auto name() { return ::tenet::detail::fixed_string("pow"); }

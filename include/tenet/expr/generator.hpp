@@ -4,13 +4,14 @@
 
 #include "../memory/place.hpp"
 #include "node.hpp"
+#include "scalar.hpp"
 
 #include <cstdint>
 
 namespace tenet::detail {
 
 template <class G>
-struct generator_eval {
+struct generator_eval : memoryless_eval {
     using value_type = typename G::value_type;
     G generate;
 
@@ -27,16 +28,6 @@ TENET_UNROLL
         for (std::size_t k = 0; k < K; ++k) r[k] = generate(static_cast<unsigned long long>(i) + k);
         return r;
     }
-    template <std::size_t K>
-    bool aligned() const
-    {
-        return true;
-    }
-    template <class F>
-    void visit_leaves(F&&, bool) const
-    {
-    }
-    static constexpr std::size_t smallest_element = no_memory_access;
 };
 
 template <class G, class S>
@@ -49,7 +40,7 @@ struct generator_expr {
     template <class Context>
     generator_eval<G> prepare(Context&) const
     {
-        return {generate};
+        return {{}, generate};
     }
 };
 

@@ -1,6 +1,12 @@
 // Math functions callable from host and device code with one spelling: on
 // the device they are CUDA's, on the host the C library's. Each takes float
 // or double.
+//
+// On x86-64 glibc with g++, host calls go through declarations of the same
+// libm symbols that also announce glibc's SIMD versions (libmvec), and say
+// that they do not touch errno: a host loop calling them then vectorises.
+// These are our own declarations, under our own names; the user's expf and
+// friends keep their ordinary meaning.
 #pragma once
 
 #include "../config.hpp"
@@ -9,24 +15,69 @@
 
 #include <type_traits>
 
+#if !defined(__CUDACC__) && defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define TENET_HOST_VECTOR_MATH 1
+#else
+#define TENET_HOST_VECTOR_MATH 0
+#endif
+
 namespace tenet::math {
+
+#if TENET_HOST_VECTOR_MATH
+namespace vector_libm {
+#define TENET_LIBMVEC __attribute__((simd("notinbranch"), const, nothrow))
+float expf(float) __asm__("expf") TENET_LIBMVEC;
+float exp2f(float) __asm__("exp2f") TENET_LIBMVEC;
+float expm1f(float) __asm__("expm1f") TENET_LIBMVEC;
+float logf(float) __asm__("logf") TENET_LIBMVEC;
+float log2f(float) __asm__("log2f") TENET_LIBMVEC;
+float log1pf(float) __asm__("log1pf") TENET_LIBMVEC;
+float sinf(float) __asm__("sinf") TENET_LIBMVEC;
+float cosf(float) __asm__("cosf") TENET_LIBMVEC;
+float tanhf(float) __asm__("tanhf") TENET_LIBMVEC;
+float erff(float) __asm__("erff") TENET_LIBMVEC;
+float powf(float, float) __asm__("powf") TENET_LIBMVEC;
+double exp(double) __asm__("exp") TENET_LIBMVEC;
+double exp2(double) __asm__("exp2") TENET_LIBMVEC;
+double expm1(double) __asm__("expm1") TENET_LIBMVEC;
+double log(double) __asm__("log") TENET_LIBMVEC;
+double log2(double) __asm__("log2") TENET_LIBMVEC;
+double log1p(double) __asm__("log1p") TENET_LIBMVEC;
+double sin(double) __asm__("sin") TENET_LIBMVEC;
+double cos(double) __asm__("cos") TENET_LIBMVEC;
+double tanh(double) __asm__("tanh") TENET_LIBMVEC;
+double erf(double) __asm__("erf") TENET_LIBMVEC;
+double pow(double, double) __asm__("pow") TENET_LIBMVEC;
+#undef TENET_LIBMVEC
+}  // namespace vector_libm
+namespace impl = vector_libm;
+#else
+namespace impl {  // the C library's, or CUDA's on the device
+using ::cos, ::cosf, ::erf, ::erff, ::exp, ::exp2, ::exp2f, ::expf, ::expm1, ::expm1f, ::log, ::log1p, ::log1pf, ::log2,
+    ::log2f, ::logf, ::pow, ::powf, ::sin, ::sinf, ::tanh, ::tanhf;
+}  // namespace impl
+#endif
 
 template <class T>
 inline constexpr bool is_single = std::is_same_v<T, float>;
 
-template <class T> TENET_HD T exp(T x) { if constexpr (is_single<T>) return ::expf(x); else return ::exp(x); }
-template <class T> TENET_HD T exp2(T x) { if constexpr (is_single<T>) return ::exp2f(x); else return ::exp2(x); }
-template <class T> TENET_HD T expm1(T x) { if constexpr (is_single<T>) return ::expm1f(x); else return ::expm1(x); }
-template <class T> TENET_HD T log(T x) { if constexpr (is_single<T>) return ::logf(x); else return ::log(x); }
-template <class T> TENET_HD T log2(T x) { if constexpr (is_single<T>) return ::log2f(x); else return ::log2(x); }
-template <class T> TENET_HD T log1p(T x) { if constexpr (is_single<T>) return ::log1pf(x); else return ::log1p(x); }
+template <class T> TENET_HD T exp(T x) { if constexpr (is_single<T>) return impl::expf(x); else return impl::exp(x); }
+template <class T> TENET_HD T exp2(T x) { if constexpr (is_single<T>) return impl::exp2f(x); else return impl::exp2(x); }
+template <class T> TENET_HD T expm1(T x) { if constexpr (is_single<T>) return impl::expm1f(x); else return impl::expm1(x); }
+template <class T> TENET_HD T log(T x) { if constexpr (is_single<T>) return impl::logf(x); else return impl::log(x); }
+template <class T> TENET_HD T log2(T x) { if constexpr (is_single<T>) return impl::log2f(x); else return impl::log2(x); }
+template <class T> TENET_HD T log1p(T x) { if constexpr (is_single<T>) return impl::log1pf(x); else return impl::log1p(x); }
+template <class T> TENET_HD T sin(T x) { if constexpr (is_single<T>) return impl::sinf(x); else return impl::sin(x); }
+template <class T> TENET_HD T cos(T x) { if constexpr (is_single<T>) return impl::cosf(x); else return impl::cos(x); }
+template <class T> TENET_HD T tanh(T x) { if constexpr (is_single<T>) return impl::tanhf(x); else return impl::tanh(x); }
+template <class T> TENET_HD T erf(T x) { if constexpr (is_single<T>) return impl::erff(x); else return impl::erf(x); }
+template <class T> TENET_HD T pow(T x, T y) { if constexpr (is_single<T>) return impl::powf(x, y); else return impl::pow(x, y); }
+
+// sqrt and fabs are single instructions; g++ vectorises sqrt only without
+// errno (-fno-math-errno).
 template <class T> TENET_HD T sqrt(T x) { if constexpr (is_single<T>) return ::sqrtf(x); else return ::sqrt(x); }
-template <class T> TENET_HD T sin(T x) { if constexpr (is_single<T>) return ::sinf(x); else return ::sin(x); }
-template <class T> TENET_HD T cos(T x) { if constexpr (is_single<T>) return ::cosf(x); else return ::cos(x); }
-template <class T> TENET_HD T tanh(T x) { if constexpr (is_single<T>) return ::tanhf(x); else return ::tanh(x); }
-template <class T> TENET_HD T erf(T x) { if constexpr (is_single<T>) return ::erff(x); else return ::erf(x); }
 template <class T> TENET_HD T fabs(T x) { if constexpr (is_single<T>) return ::fabsf(x); else return ::fabs(x); }
-template <class T> TENET_HD T pow(T x, T y) { if constexpr (is_single<T>) return ::powf(x, y); else return ::pow(x, y); }
 
 template <class T>
 TENET_HD T rsqrt(T x)

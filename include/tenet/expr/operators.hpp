@@ -62,9 +62,11 @@ auto make_map(Op op, E&&... operands)
 {
     using checks = broadcast_all<node_t<E>...>;
     using place = combined_places_t<typename node_t<E>::place...>;
-    static_assert(check<checks::valid, broadcast_failure<Op, node_t<E>...>>,
+    if constexpr (!checks::valid)
+        static_assert(diagnostic<broadcast_failure<Op, node_t<E>...>::text()>,
                   "tenet: incompatible broadcast in an elementwise operation");
-    static_assert(check<!std::is_void_v<place>, place_failure<Op, node_t<E>...>>,
+    if constexpr (std::is_void_v<place>)
+        static_assert(diagnostic<place_failure<Op, node_t<E>...>::text()>,
                   "tenet: Host and Device tensors in one expression");
     if constexpr (checks::valid && !std::is_void_v<place>) {
         using S = typename checks::shape;

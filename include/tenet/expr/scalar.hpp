@@ -7,8 +7,22 @@
 
 namespace tenet::detail {
 
+// What evaluators that read no memory share: nothing to align, no leaves.
+struct memoryless_eval {
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return true;
+    }
+    template <class F>
+    void visit_leaves(F&&, bool) const
+    {
+    }
+    static constexpr std::size_t smallest_element = no_memory_access;
+};
+
 template <class V>
-struct scalar_eval {
+struct scalar_eval : memoryless_eval {
     using value_type = V;
     V value;
 
@@ -22,16 +36,6 @@ struct scalar_eval {
     {
         return splat<K>(value);
     }
-    template <std::size_t K>
-    bool aligned() const
-    {
-        return true;
-    }
-    template <class F>
-    void visit_leaves(F&&, bool) const
-    {
-    }
-    static constexpr std::size_t smallest_element = no_memory_access;
 };
 
 template <class V, class S = Shape<>>
@@ -44,7 +48,7 @@ struct scalar_expr {
     template <class Context>
     scalar_eval<V> prepare(Context&) const
     {
-        return {value};
+        return {{}, value};
     }
 };
 

@@ -143,7 +143,8 @@ template <shape_type To, class E>
 auto broadcast_to(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(detail::check<broadcasts_to_v<From, To>, detail::broadcast_message<From, To>>,
+    if constexpr (!(broadcasts_to_v<From, To>))
+        static_assert(detail::diagnostic<detail::broadcast_message<From, To>::text()>,
                   "tenet: broadcast_to: the shapes are not broadcast-compatible");
     return detail::broadcast_node<To>(std::forward<E>(e));
 }
@@ -153,7 +154,8 @@ template <shape_type To, class E>
 auto reshape(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(detail::check<From::numel == To::numel, detail::reshape_message<From, To>>,
+    if constexpr (!(From::numel == To::numel))
+        static_assert(detail::diagnostic<detail::reshape_message<From, To>::text()>,
                   "tenet: reshape changes the element count");
     auto node = detail::view_source(std::forward<E>(e));
     using N = decltype(node);
@@ -197,7 +199,8 @@ template <std::size_t Axis, std::size_t Begin, std::size_t End, std::size_t Step
 auto slice(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::check<(Axis < S::rank), detail::axis_message<S, Axis>>, "tenet: slice: axis out of range");
+    if constexpr (!(Axis < S::rank))
+        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>, "tenet: slice: axis out of range");
     if constexpr (Axis < S::rank) {
         static_assert(Begin < End && End <= S::extents[Axis] && Step > 0,
                       "tenet: slice<Axis, Begin, End, Step>: needs Begin < End <= extent and Step > 0");
@@ -211,7 +214,8 @@ template <std::size_t Axis, class E>
 auto unsqueeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::check<(Axis <= S::rank), detail::axis_message<S, Axis>>,
+    if constexpr (!(Axis <= S::rank))
+        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>,
                   "tenet: unsqueeze: axis out of range");
     return detail::apply_view<detail::unsqueeze_transform<Axis>>(std::forward<E>(e));
 }
@@ -222,8 +226,10 @@ template <std::size_t Axis, class E>
 auto squeeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::check<(Axis < S::rank), detail::axis_message<S, Axis>>, "tenet: squeeze: axis out of range");
-    if constexpr (Axis < S::rank) static_assert(S::extents[Axis] == 1, "tenet: squeeze: the dimension's extent is not 1");
+    if constexpr (!(Axis < S::rank))
+        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>, "tenet: squeeze: axis out of range");
+    if constexpr (Axis < S::rank)
+        static_assert(S::extents[Axis] == 1, "tenet: squeeze: the dimension's extent is not 1");
     return detail::apply_view<detail::squeeze_transform<Axis>>(std::forward<E>(e));
 }
 

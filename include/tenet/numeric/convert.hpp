@@ -49,13 +49,20 @@ TENET_HD constexpr f32 f16_bits_to_f32(std::uint32_t h)
 TENET_HD constexpr std::uint32_t f32_bits_to_f16(std::uint32_t u)
 {
     const std::uint32_t sign = (u >> 16) & 0x8000u, mag = u & 0x7FFFFFFFu;
-    if (mag > 0x7F800000u) return 0x7FFFu;                 // NaN
-    if (mag >= 0x477FF000u) return sign | 0x7C00u;         // 65520 and up round to infinity
-    if (mag >= 0x38800000u) {                              // f16 normal: rebias, round away 13 bits
-        const std::uint32_t r = mag - (std::uint32_t{127 - 15} << 23);
-        return sign | ((r + 0x0FFFu + ((r >> 13) & 1u)) >> 13);
-    }
-    return static_cast<std::uint32_t>(convert_format<binary16_format, binary32_format>(u));  // subnormal or zero
+    // f16 normal: rebias, round away 13 bits to nearest even
+    const std::uint32_t rebiased = mag - (std::uint32_t{127 - 15} << 23);
+    const std::uint32_t normal = (rebiased + 0x0FFFu + ((rebiased >> 13) & 1u)) >> 13;
+    // f16 subnormal (and zero): the significand shifted right by 126 - exponent
+    // (14 or more), rounded to nearest even; shifts past 31 give 0 anyway
+    const std::uint32_t exponent = mag >> 23;
+    const std::uint32_t shift = exponent > 112 ? 14 : (126 - exponent < 31 ? 126 - exponent : 31);
+    const std::uint32_t significand = (mag & 0x007FFFFFu) | (exponent ? 0x00800000u : 0u);
+    const std::uint32_t kept = significand >> shift, rest = significand & ((1u << shift) - 1u);
+    const std::uint32_t half = 1u << (shift - 1);
+    const std::uint32_t subnormal = kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+    // all cases computed, one selected: no branches, so host loops vectorise
+    const std::uint32_t magnitude = mag >= 0x38800000u ? normal : subnormal;
+    return mag > 0x7F800000u ? 0x7FFFu : (mag >= 0x477FF000u ? sign | 0x7C00u : sign | magnitude);
 }
 
 // Exact: every 16- and 8-bit float value is an f32 value.

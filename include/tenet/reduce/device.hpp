@@ -110,13 +110,15 @@ void device_reduce(const Dst& dst, const In& in, stream_ref stream)
                                                    Axes::row_length, Op{}, Op::identity(), stream.get()));
         finalize_single<Op, Axes><<<1, 1, 0, stream.get()>>>(result.data(), dst);
     } else if constexpr (!Axes::rows_are_contiguous || Axes::row_length == 1) {
-        reduce_columns<Op, Axes><<<grid_for(Axes::rows), block_threads, 0, stream.get()>>>(in, dst);
+        constexpr auto kernel = reduce_columns<Op, Axes, In, Dst>;
+        kernel<<<grid_for<kernel, block_threads>(Axes::rows), block_threads, 0, stream.get()>>>(in, dst);
     } else if constexpr (Axes::row_length >= 1024) {
-        reduce_rows_by_block<Op, Axes>
-            <<<grid_for(Axes::rows * reduce_block_threads, reduce_block_threads), reduce_block_threads, 0,
-               stream.get()>>>(in, dst);
+        constexpr auto kernel = reduce_rows_by_block<Op, Axes, In, Dst>;
+        kernel<<<grid_for<kernel, reduce_block_threads>(Axes::rows * reduce_block_threads), reduce_block_threads, 0,
+                 stream.get()>>>(in, dst);
     } else {
-        reduce_rows_by_warp<Op, Axes><<<grid_for(Axes::rows * 32), block_threads, 0, stream.get()>>>(in, dst);
+        constexpr auto kernel = reduce_rows_by_warp<Op, Axes, In, Dst>;
+        kernel<<<grid_for<kernel, block_threads>(Axes::rows * 32), block_threads, 0, stream.get()>>>(in, dst);
     }
     TENET_CUDA_CHECK(cudaGetLastError());
 }

@@ -27,8 +27,8 @@ def chain30(a, b, c, xp):
     t3 = t2 * b
     t4 = t3 - c
     t5 = xp.abs(t4)
-    t6 = xp.minimum(t5, 4.0)
-    t7 = xp.maximum(t6, 0.125)
+    t6 = xp.minimum(t5, 1.5)
+    t7 = t6 + 0.5
     t8 = 1.0 / t7
     t9 = t8 * 0.5
     t10 = 0.75 - t9
@@ -40,7 +40,7 @@ def chain30(a, b, c, xp):
     t16 = t15 + 0.125
     t17 = xp.abs(t16)
     t18 = xp.minimum(t17, 1.5)
-    t19 = xp.maximum(t18, 0.25)
+    t19 = xp.maximum(t18, 0.0625)
     t20 = t19 * 3.0
     t21 = t20 - 1.0
     t22 = xp.abs(t21)
@@ -49,7 +49,7 @@ def chain30(a, b, c, xp):
     t25 = t24 * 0.75
     t26 = t25 - 0.25
     t27 = xp.maximum(t26, -0.5)
-    t28 = xp.minimum(t27, 0.5)
+    t28 = xp.minimum(t27, 2.0)
     t29 = t28 * 4.0
     return t29 + 1.0
 

@@ -105,8 +105,16 @@ TEST_CASE("tie(...) = pack(...) writes several destinations in one traversal")
     }
 }
 
-TEST_CASE("iota counts in row-major order")
+TEST_CASE("fill sets every element; iota counts in row-major order")
 {
+    Tensor<bf16, Shape<3, 5>, Host> t;
+    testing::poison(t);
+    fill(t, 0.25);
+    for (std::size_t i = 0; i < 15; ++i) REQUIRE(convert<f32>(t.data()[i]) == 0.25f);
+    fill(slice<1, 0, 5, 2>(t), -1);  // a view
+    CHECK(convert<f32>(t(2, 4)) == -1.0f);
+    CHECK(convert<f32>(t(2, 3)) == 0.25f);
+
     Tensor<i32, Shape<3, 4>, Host> n = iota<Shape<3, 4>>(10, 3);
     CHECK(n(2, 3) == 10 + 3 * 11);
     Tensor<f32, Shape<5>, Host> f = iota<Shape<5>>(-1.0f, 0.5f);

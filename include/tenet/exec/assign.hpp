@@ -145,6 +145,13 @@ void assign(const Dst& destination, const Src& source)
     }
 }
 
+// fill(t, v): every element of a tensor or view becomes v (the same as t = v).
+template <class D, scalar_value V>
+void fill(D&& destination, V value)
+{
+    assign(detail::destination_view(destination), value);
+}
+
 template <class... E>
 struct expression_pack {
     std::tuple<E...> expressions;

@@ -94,37 +94,25 @@ using argmin_of = reductions::arg_extreme<V, false>;
 
 }  // namespace detail
 
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto sum(E&& e) { return detail::make_reduction<reductions::sum, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto sum(E&& e, keepdims_t) { return detail::make_reduction<reductions::sum, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto mean(E&& e) { return detail::make_reduction<reductions::mean, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto mean(E&& e, keepdims_t) { return detail::make_reduction<reductions::mean, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto prod(E&& e) { return detail::make_reduction<reductions::product, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto prod(E&& e, keepdims_t) { return detail::make_reduction<reductions::product, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto norm2(E&& e) { return detail::make_reduction<reductions::norm2, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto norm2(E&& e, keepdims_t) { return detail::make_reduction<reductions::norm2, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto max(E&& e) { return detail::make_reduction<detail::max_of, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto max(E&& e, keepdims_t) { return detail::make_reduction<detail::max_of, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto min(E&& e) { return detail::make_reduction<detail::min_of, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto min(E&& e, keepdims_t) { return detail::make_reduction<detail::min_of, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto argmax(E&& e) { return detail::make_reduction<detail::argmax_of, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto argmax(E&& e, keepdims_t) { return detail::make_reduction<detail::argmax_of, true, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto argmin(E&& e) { return detail::make_reduction<detail::argmin_of, false, Axes...>(std::forward<E>(e)); }
-template <int... Axes, class E> requires expression<std::decay_t<E>>
-auto argmin(E&& e, keepdims_t) { return detail::make_reduction<detail::argmin_of, true, Axes...>(std::forward<E>(e)); }
+// sum<Axes...>(e) or sum<Axes...>(e, keepdims); no axes: every element.
+template <class... K>
+concept keepdims_option = sizeof...(K) <= 1 && (std::is_same_v<K, keepdims_t> && ...);
+
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto sum(E&& e, K...) { return detail::make_reduction<reductions::sum, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto mean(E&& e, K...) { return detail::make_reduction<reductions::mean, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto prod(E&& e, K...) { return detail::make_reduction<reductions::product, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto norm2(E&& e, K...) { return detail::make_reduction<reductions::norm2, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto max(E&& e, K...) { return detail::make_reduction<detail::max_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto min(E&& e, K...) { return detail::make_reduction<detail::min_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto argmax(E&& e, K...) { return detail::make_reduction<detail::argmax_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
+auto argmin(E&& e, K...) { return detail::make_reduction<detail::argmin_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 
 }  // namespace tenet

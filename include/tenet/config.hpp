@@ -15,11 +15,9 @@
 #if defined(__CUDACC__)
 #define TENET_CUDA_COMPILER 1
 #define TENET_HD __host__ __device__
-#define TENET_DEVICE __device__
 #else
 #define TENET_CUDA_COMPILER 0
 #define TENET_HD
-#define TENET_DEVICE
 #endif
 
 // Inside the device pass of a CUDA compilation (code generated for a GPU).

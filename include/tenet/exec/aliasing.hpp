@@ -7,7 +7,6 @@
 #include "../memory/error.hpp"
 #include "../shape/layout.hpp"
 
-#include <algorithm>
 #include <functional>
 
 namespace tenet::detail {
@@ -32,11 +31,35 @@ bool same_mapping(const A& a, const B& b)
            static_cast<const void*>(a.data) == static_cast<const void*>(b.data);
 }
 
+// The bytes [first, last) an evaluator can touch.
+struct byte_range {
+    const void* first;
+    const void* last;
+};
+
+template <class Leaf>
+byte_range bytes_of(const Leaf& leaf)
+{
+    return {leaf.first_byte(), leaf.last_byte()};
+}
+
+inline bool overlap(byte_range a, byte_range b)
+{
+    const std::less<const void*> before;
+    return before(a.first, b.last) && before(b.first, a.last);
+}
+
 template <class A, class B>
 bool overlaps(const A& a, const B& b)
 {
-    std::less<const void*> before;
-    return before(a.first_byte(), b.last_byte()) && before(b.first_byte(), a.last_byte());
+    return overlap(bytes_of(a), bytes_of(b));
+}
+
+// A moved-from tensor's view has no memory to read or write.
+template <class Leaf>
+void require_memory(const Leaf& leaf)
+{
+    if (leaf.data == nullptr) throw error("tenet: an operand or destination has no memory (a moved-from tensor?)");
 }
 
 template <class Dst, class Src>
@@ -44,8 +67,7 @@ void check_operands(const Dst& destination, const Src& source)
 {
     source.visit_leaves(
         [&](const auto& leaf, bool direct) {
-            if (leaf.data == nullptr)
-                throw error("tenet: an operand of the assignment has no memory (a moved-from tensor?)");
+            require_memory(leaf);
             if (overlaps(destination, leaf) && !(direct && same_mapping(destination, leaf)))
                 throw aliasing_error(
                     "tenet: the destination is also read through a different layout in the same assignment "
@@ -53,12 +75,6 @@ void check_operands(const Dst& destination, const Src& source)
                     "assign to a separate tensor first");
         },
         true);
-}
-
-template <class Dst>
-void check_destination(const Dst& destination)
-{
-    if (destination.data == nullptr) throw error("tenet: assignment to a tensor with no memory (moved-from?)");
 }
 
 }  // namespace tenet::detail

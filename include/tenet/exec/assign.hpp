@@ -16,7 +16,6 @@
 #include "launch.hpp"
 
 #include <array>
-#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -110,13 +109,10 @@ void run_elementwise(const Dsts& dsts, const Srcs& srcs, [[maybe_unused]] stream
 template <class... D, std::size_t... I>
 void check_disjoint(const value_pack<D...>& dsts, std::index_sequence<I...>)
 {
-    const std::array<std::pair<const void*, const void*>, sizeof...(I)> ranges{
-        {{get<I>(dsts).first_byte(), get<I>(dsts).last_byte()}...}};
-    const std::less<const void*> before;
+    const std::array<byte_range, sizeof...(I)> ranges{bytes_of(get<I>(dsts))...};
     for (std::size_t a = 0; a < ranges.size(); ++a)
         for (std::size_t b = a + 1; b < ranges.size(); ++b)
-            if (before(ranges[a].first, ranges[b].second) && before(ranges[b].first, ranges[a].second))
-                throw aliasing_error("tenet: tie(...): two destinations share memory");
+            if (overlap(ranges[a], ranges[b])) throw aliasing_error("tenet: tie(...): two destinations share memory");
 }
 
 }  // namespace detail
@@ -132,7 +128,7 @@ void assign(const Dst& destination, const Src& source)
         using place = compute_place_t<typename D::place>;
         detail::exec_context<place> context(current_stream());
         auto dst_eval = dst.prepare(context);
-        detail::check_destination(dst_eval);
+        detail::require_memory(dst_eval);
         if constexpr (requires { src_node.assign_into(dst, context); } &&
                       std::is_same_v<typename S::shape, typename D::shape>) {
             src_node.assign_into(dst, context);  // e.g. a reduction writes its result directly
@@ -191,7 +187,7 @@ private:
         const auto srcs = detail::make_value_pack(
             broadcast_to<typename std::tuple_element_t<I, std::tuple<Views...>>::shape>(std::get<I>(sources.expressions))
                 .prepare(context)...);
-        (detail::check_destination(detail::get<I>(dsts)), ...);
+        (detail::require_memory(detail::get<I>(dsts)), ...);
         // every source is read at the index each destination is written at
         const auto check_against_sources = [&](const auto& dst) { (detail::check_operands(dst, detail::get<I>(srcs)), ...); };
         (check_against_sources(detail::get<I>(dsts)), ...);

@@ -33,7 +33,7 @@ struct map_eval {
     template <std::size_t K>
     bool aligned() const
     {
-        return all_aligned<K>(std::index_sequence_for<Evals...>{});
+        return detail::all_aligned<K>(operands);
     }
 
     template <class F>
@@ -42,11 +42,7 @@ struct map_eval {
         visit_all(f, direct, std::index_sequence_for<Evals...>{});
     }
 
-    static constexpr std::size_t smallest_element = [] {
-        std::size_t s = no_memory_access;
-        ((s = Evals::smallest_element < s ? Evals::smallest_element : s), ...);
-        return s;
-    }();
+    static constexpr std::size_t smallest_element = smallest_element_of<Evals...>;
 
 private:
     template <class Index, std::size_t... I>
@@ -63,12 +59,6 @@ private:
 TENET_UNROLL
         for (std::size_t k = 0; k < K; ++k) r[k] = op(get<I>(inputs)[k]...);
         return r;
-    }
-
-    template <std::size_t K, std::size_t... I>
-    bool all_aligned(std::index_sequence<I...>) const
-    {
-        return (get<I>(operands).template aligned<K>() && ...);
     }
 
     template <class F, std::size_t... I>

@@ -37,16 +37,16 @@ struct value_pack<Head, Tail...> {
     value_pack<Tail...> tail;
 };
 
+// What an evaluator that touches no memory reports as its smallest element.
+inline constexpr std::size_t no_memory_access = 16;
+
 // The smallest element any member loads or stores (sets the chunk length).
 template <class... T>
 inline constexpr std::size_t smallest_element_of = [] {
-    std::size_t s = 16;
+    std::size_t s = no_memory_access;
     ((s = T::smallest_element < s ? T::smallest_element : s), ...);
     return s;
 }();
-
-template <std::size_t K, class... T, std::size_t... I>
-bool all_aligned(const value_pack<T...>& p, std::index_sequence<I...>);
 
 template <std::size_t I, class Head, class... Tail>
 TENET_HD constexpr const auto& get(const value_pack<Head, Tail...>& p)
@@ -81,8 +81,5 @@ template <class... T>
 struct pack_traits<value_pack<T...>> {
     static constexpr std::size_t smallest_element = smallest_element_of<T...>;
 };
-
-// What an evaluator that touches no memory reports as its smallest element.
-inline constexpr std::size_t no_memory_access = 16;
 
 }  // namespace tenet::detail

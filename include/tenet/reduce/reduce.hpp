@@ -50,10 +50,10 @@ struct reduce_expr {
     {
         const auto in = operand.prepare(context);
         const auto out = destination.prepare(context);
-        check_destination(out);
+        require_memory(out);
         in.visit_leaves(
             [&](const auto& leaf, bool) {
-                if (leaf.data == nullptr) throw error("tenet: an operand of the reduction has no memory (moved-from?)");
+                require_memory(leaf);
                 if (overlaps(out, leaf))
                     throw aliasing_error("tenet: a reduction's destination overlaps its input; use a separate tensor");
             },

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs tenet's benchmarks; prints side-by-side tables: host
 # conversions, the host elementwise chain (tenet, Eigen), its Python peers
-# (NumPy, jax.jit on CPU, in a venv) and the device elementwise chain (tenet,
-# cub, cudaMemcpy; "skipped: no CUDA device" without a GPU).
+# (NumPy, jax.jit on CPU, in a venv), the device elementwise chain (tenet,
+# cub, cudaMemcpy), host matmul (tenet vs Eigen) and the device matmul
+# epilogues (fused vs GEMM + kernels); device parts print "skipped: no CUDA
+# device" without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
 tenet_install_packages python3 python3-venv
@@ -33,3 +35,17 @@ fi
 
 echo "== device elementwise: 30-op chain, 2^16 .. 2^28 elements"
 "$dir/bench/bench_device_elementwise"
+
+echo "== host matmul: tenet vs Eigen called directly, f32 ($(nproc) cores)"
+"$dir/bench/bench_host_matmul" --benchmark_min_time=1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+
+echo "== device matmul: fused cuBLASLt epilogue vs GEMM + separate kernels"
+"$dir/bench/bench_device_matmul"
+
+echo "== device row ops: softmax, layernorm, cross-entropy GB/s"
+"$dir/bench/bench_device_row_ops"
+if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/row_ops_torch.py"
+else
+    echo "skipped: PyTorch peer (torch is not installed in $venv; the GPU machine's own torch is used there)"
+fi

@@ -33,3 +33,10 @@
 #include "exec/assign.hpp"
 
 #include "reduce/reduce.hpp"
+
+#include "linalg/linalg.hpp"
+
+#include "autodiff/autodiff.hpp"
+
+#include "nn/layers.hpp"
+#include "nn/row_ops.hpp"

@@ -76,6 +76,19 @@ constexpr bool check_assignment()
     return shapes_ok && places_ok;
 }
 
+// Right-hand sides another layer evaluates its own way: linalg/ specialises
+// this for relu(matmul(x, w) + b) and its kin (one GEMM with a fused
+// epilogue). Its assign returns false to decline (the default): the
+// expression is then evaluated elementwise as usual.
+template <class Src>
+struct assignment_pattern {
+    template <class Dst, class Context>
+    static bool assign(const Src&, const Dst&, Context&)
+    {
+        return false;
+    }
+};
+
 template <class Src, class Dst>
 auto source_node(const Src& source)
 {
@@ -132,7 +145,7 @@ void assign(const Dst& destination, const Src& source)
         if constexpr (requires { src_node.assign_into(dst, context); } &&
                       std::is_same_v<typename S::shape, typename D::shape>) {
             src_node.assign_into(dst, context);  // e.g. a reduction writes its result directly
-        } else {
+        } else if (!detail::assignment_pattern<S>::assign(src_node, dst, context)) {
             auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
             detail::check_operands(dst_eval, src_eval);
             detail::run_elementwise<place>(detail::make_value_pack(dst_eval), detail::make_value_pack(src_eval),
@@ -177,6 +190,14 @@ public:
             detail::exec_context<compute_place_t<typename first::place>> context(current_stream());
             run(sources, context, std::index_sequence_for<Views...>{});
         }
+    }
+
+    // A right-hand side that writes the destinations itself (gradients(e, dy)).
+    template <class Source>
+        requires requires(const Source& source, const std::tuple<Views...>& views) { source.assign_to(views); }
+    void operator=(const Source& source) const
+    {
+        source.assign_to(views_);
     }
 
 private:

@@ -66,20 +66,23 @@ using kernel_index = std::conditional_t<(N < (std::size_t{1} << 31)), unsigned, 
 #if TENET_CUDA_COMPILER
 
 template <std::size_t N, std::size_t K, class Dsts, class Srcs, std::size_t... I>
-__device__ void elementwise_body(const Dsts& dsts, const Srcs& srcs, bool vector_path, std::index_sequence<I...>)
+__device__ void elementwise_body(const Dsts& dsts, const Srcs& srcs, [[maybe_unused]] bool vector_path,
+                                 std::index_sequence<I...>)
 {
     using index = kernel_index<N>;
     const index stride = static_cast<index>(gridDim.x) * blockDim.x;
     const index first = static_cast<index>(blockIdx.x) * blockDim.x + threadIdx.x;
     index tail = 0;
-    if (vector_path) {
-        constexpr index chunks = N / K;
-        for (index c = first; c < chunks; c += stride) {
-            const index i = c * K;
-            const auto values = make_value_pack(get<I>(srcs).template chunk<K>(i)...);  // all reads before any write
-            (get<I>(dsts).template store_chunk<K>(i, get<I>(values)), ...);
+    constexpr index chunks = N / K;
+    if constexpr (chunks != 0) {  // (a loop bound of 0 is a "pointless comparison" to nvcc)
+        if (vector_path) {
+            for (index c = first; c < chunks; c += stride) {
+                const index i = c * K;
+                const auto values = make_value_pack(get<I>(srcs).template chunk<K>(i)...);  // all reads before any write
+                (get<I>(dsts).template store_chunk<K>(i, get<I>(values)), ...);
+            }
+            tail = chunks * K;
         }
-        tail = chunks * K;
     }
     for (index i = tail + first; i < N; i += stride) {
         const auto values = make_value_pack(get<I>(srcs).at(i)...);

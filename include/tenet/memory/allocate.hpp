@@ -1,7 +1,8 @@
 // Raw allocation per place. Device memory comes from the device's
 // stream-ordered pool (cudaMallocAsync), kept by the pool when freed so that
-// steady-state training allocates nothing; host memory is 64-byte aligned;
-// pinned memory is page-locked. Failure throws out_of_memory_error and
+// steady-state training allocates nothing; host memory is 256-byte aligned (as
+// cudaMalloc's is: offsets that are aligned in a device buffer are aligned in a host
+// one); pinned memory is page-locked. Failure throws out_of_memory_error and
 // allocates nothing.
 #pragma once
 
@@ -18,7 +19,7 @@
 
 namespace tenet::detail {
 
-inline constexpr std::size_t host_alignment = 64;
+inline constexpr std::size_t host_alignment = 256;
 
 // Lets the pool of the current device keep freed memory instead of returning
 // it to the driver at every synchronisation (done once per device).

@@ -1,0 +1,9 @@
+// Linear algebra: matmul (Eigen on the host, cuBLASLt on the device), its
+// fused epilogues, and the Linear layer's GEMMs (tenet::linalg).
+#pragma once
+
+#include "activation.hpp"
+#include "cublas_error.hpp"
+#include "epilogue.hpp"
+#include "linear.hpp"
+#include "matmul_expr.hpp"

@@ -1,0 +1,146 @@
+// The ReLU bit mask: what a Linear layer's forward keeps for its backward
+// when the activation is ReLU, in cuBLASLt's AUX format, so that the fused
+// epilogues (RELU_AUX_BIAS forward, DRELU_BGRAD backward) and tenet's own
+// passes (the host, and the device when cuBLASLt declines) read and write
+// the same bits. For a result [M, N], row m holds round_up(N, 128) bits
+// (cuBLASLt's AUX leading dimension must be a multiple of 128 bits); bit n
+// of row m, set when the pre-activation is > 0, is bit n % 8 of byte
+// m * row_bytes + n / 8.
+//
+//   relu_mask_pack<N, RowBytes>(pre)   an expression of the mask's bytes, to assign to them
+//   relu_mask_read<M, N>(bytes)        relu'(pre) as an expression of shape [M, N]: 1 or 0
+#pragma once
+
+#include "../exec/aliasing.hpp"
+#include "../expr/node.hpp"
+#include "../memory/place.hpp"
+#include "../numeric/types.hpp"
+
+#include <cstddef>
+
+namespace tenet::linalg::detail {
+
+constexpr std::size_t relu_mask_row_bits(std::size_t n) { return (n + 127) / 128 * 128; }
+constexpr std::size_t relu_mask_row_bytes(std::size_t n) { return relu_mask_row_bits(n) / 8; }
+
+// Byte i of the mask from the pre-activation (row-major [M, N]).
+template <class Eval, std::size_t N, std::size_t RowBytes>
+struct relu_mask_pack_eval {
+    using value_type = i8;
+    Eval pre;
+
+    template <class Index>
+    TENET_HD i8 at(Index i) const
+    {
+        const Index row = i / RowBytes, first = (i % RowBytes) * 8;
+        unsigned bits = 0;
+TENET_UNROLL
+        for (unsigned b = 0; b != 8; ++b)
+            if (first + b < N && pre.at(static_cast<Index>(row * N + first + b)) > 0) bits |= 1u << b;
+        return static_cast<i8>(bits);  // the bit pattern (two's complement)
+    }
+
+    template <std::size_t K, class Index>
+    TENET_HD ::tenet::detail::vec<i8, K> chunk(Index i) const
+    {
+        ::tenet::detail::vec<i8, K> r;
+TENET_UNROLL
+        for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
+        return r;
+    }
+
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return true;
+    }
+
+    template <class F>
+    void visit_leaves(F&& f, bool) const
+    {
+        pre.visit_leaves(f, false);  // read at other indices than the byte written
+    }
+
+    static constexpr std::size_t smallest_element = Eval::smallest_element;
+};
+
+template <class E, std::size_t RowBytes>
+struct relu_mask_pack_expr {
+    static_assert(E::shape::rank == 2, "tenet: internal: a ReLU mask is made from a matrix");
+    static constexpr std::size_t rows = E::shape::extents[0], cols = E::shape::extents[1];
+    using shape = Shape<rows, RowBytes>;
+    using value_type = i8;
+    using place = typename E::place;
+    E pre;
+
+    template <class Context>
+    auto prepare(Context& context) const
+    {
+        using eval = decltype(pre.prepare(context));
+        return relu_mask_pack_eval<eval, cols, RowBytes>{pre.prepare(context)};
+    }
+};
+
+template <class E>
+auto relu_mask_pack(E&& pre)
+{
+    using N = ::tenet::detail::node_t<E>;
+    return relu_mask_pack_expr<N, relu_mask_row_bytes(N::shape::extents[1])>{
+        ::tenet::detail::as_node(std::forward<E>(pre))};
+}
+
+// relu'(pre) read from the mask: 1 where the bit is set, else 0.
+template <std::size_t M, std::size_t N>
+struct relu_mask_read_eval {
+    static constexpr std::size_t row_bytes = relu_mask_row_bytes(N);
+    using value_type = f32;
+    using bytes_leaf = ::tenet::detail::leaf_eval<const i8, contiguous_layout<Shape<M, row_bytes>>>;
+    bytes_leaf bytes;
+
+    template <class Index>
+    TENET_HD f32 at(Index i) const
+    {
+        const Index row = i / N, col = i % N;
+        const unsigned byte = static_cast<unsigned char>(bytes.data[row * row_bytes + col / 8]);
+        return (byte >> (col % 8)) & 1u ? 1.0f : 0.0f;
+    }
+
+    template <std::size_t K, class Index>
+    TENET_HD ::tenet::detail::vec<f32, K> chunk(Index i) const
+    {
+        ::tenet::detail::vec<f32, K> r;
+TENET_UNROLL
+        for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
+        return r;
+    }
+
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return true;
+    }
+
+    template <class F>
+    void visit_leaves(F&& f, bool) const
+    {
+        f(bytes, false);
+    }
+
+    static constexpr std::size_t smallest_element = 1;
+};
+
+template <std::size_t M, std::size_t N, class Place>
+struct relu_mask_read_expr {
+    using shape = Shape<M, N>;
+    using value_type = f32;
+    using place = Place;
+    const i8* bytes;
+
+    template <class Context>
+    relu_mask_read_eval<M, N> prepare(Context&) const
+    {
+        return {{bytes}};
+    }
+};
+
+}  // namespace tenet::linalg::detail

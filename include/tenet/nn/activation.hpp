@@ -1,0 +1,79 @@
+// Activation layers: y = f(x) elementwise, one fused kernel each way. The
+// backward is the compile-time derivative of f (autodiff/), evaluated from
+// the saved input in one kernel: dx = f'(x) * dy.
+#pragma once
+
+#include "../autodiff/autodiff.hpp"
+#include "layer.hpp"
+
+namespace tenet::nn {
+namespace detail {
+
+template <precision_policy P, class S, class Place, class Op>
+class activation_layer {
+    using storage = typename P::storage;
+
+public:
+    using input_shape = S;
+    using output_shape = S;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = 0;
+    static constexpr std::size_t parameter_numel = 0;
+    static constexpr std::size_t activation_bytes = 0;  // it keeps a pointer to its input
+    static constexpr std::size_t activation_gradient_bytes = 0;
+
+    template <class Slice>
+    explicit activation_layer(Slice&)
+    {
+    }
+    void initialize(std::uint64_t) {}
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info&)
+    {
+        check_input_element<storage, X>();
+        const auto xv = contiguous_as<S>(x);
+        input_ = xv.data();
+        assign(contiguous_as<S>(y), tenet::detail::make_map(Op{}, xv));
+    }
+
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    {
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto x = make_view<S, Place>(input_);
+            assign(contiguous_as<S>(dx), gradient<0>(tenet::detail::make_map(Op{}, var<0>(x)), contiguous_as<S>(dy)));
+        }
+    }
+
+    template <class F>
+    void for_each_parameter(F&&, const std::string&)
+    {
+    }
+
+private:
+    const storage* input_ = nullptr;
+};
+
+// Fusable is the cuBLASLt epilogue a preceding Linear can apply instead
+// (none: this activation is never fused into a matmul).
+template <class Op, linalg::activation Fusable = linalg::activation::none>
+struct activation_spec {
+    static constexpr linalg::activation fusable = Fusable;
+    template <class S>
+    using output_shape = S;
+    template <precision_policy P, class S, class Place>
+    using layer = activation_layer<P, S, Place, Op>;
+};
+
+}  // namespace detail
+
+struct ReLU : detail::activation_spec<ops::relu, linalg::activation::relu> {};
+struct GELU : detail::activation_spec<ops::gelu, linalg::activation::gelu> {};
+struct GELUTanh : detail::activation_spec<ops::gelu_tanh, linalg::activation::gelu_tanh> {};
+struct Tanh : detail::activation_spec<ops::tanh> {};
+struct Sigmoid : detail::activation_spec<ops::sigmoid> {};
+struct SiLU : detail::activation_spec<ops::silu> {};
+struct Softplus : detail::activation_spec<ops::softplus> {};
+
+}  // namespace tenet::nn

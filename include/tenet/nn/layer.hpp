@@ -1,0 +1,154 @@
+// The layer protocol. A layer *spec* is what users write in a model
+// (Linear<784, 256>, ReLU, Sequential<...>); it is an empty type with
+//   output_shape<In>              the output shape for input shape In (a
+//                                 tenet: static_assert when In does not fit)
+//   layer<Policy, In, Place>      the instantiated layer, which has
+//     parameter_numel             elements it takes from the model's flat
+//                                 parameter (and gradient) buffers, padded
+//     activation_bytes            bytes it allocates to keep for backward
+//     activation_gradient_bytes   bytes of gradients it keeps between children
+//     layer(parameter_slice&)     binds its parameters, allocates (once)
+//     initialize(seed)            draws its parameters
+//     forward(x, y, step)         y = f(x); x must stay alive until backward
+//     backward(dy, dx, step, prev)  dx = df/dx^T dy and parameter gradients;
+//                                 dx is no_input_gradient for a first layer;
+//                                 prev is the layer before (for fusion)
+//     for_each_parameter(f, prefix)  f(name, value view, gradient view)
+// Shapes, byte counts and parameter layout are all compile-time.
+#pragma once
+
+#include "../exec/assign.hpp"
+#include "../numeric/precision.hpp"
+#include "init.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace tenet::nn {
+
+// The type parameter gradients are kept in: the master-weight type, so that
+// gradients of 16-bit weights are not rounded to 16 bits.
+template <class P>
+struct gradient_type {
+    using type = typename P::storage;  // inference: no gradients are kept
+};
+template <training_policy P>
+struct gradient_type<P> {
+    using type = typename P::master;
+};
+template <precision_policy P>
+using gradient_t = typename gradient_type<P>::type;
+
+// Parameters start on 256-byte boundaries in the flat buffers (cuBLASLt's
+// preferred alignment, and whole 16-byte vectors for the fused kernels).
+inline constexpr std::size_t parameter_alignment_bytes = 256;
+
+template <class T>
+constexpr std::size_t padded_numel(std::size_t n)
+{
+    constexpr std::size_t per = parameter_alignment_bytes / sizeof(T);
+    return (n + per - 1) / per * per;
+}
+
+// The part of the model's flat parameter and gradient buffers that a layer
+// takes, handed out in order.
+template <class Value, class Gradient>
+class parameter_slice {
+public:
+    parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream)
+        : values_(values), gradients_(gradients), stream_(first_stream)
+    {
+    }
+
+    // The next parameter of shape S, as writable views of its value and gradient.
+    template <class S, class Place>
+    auto take()
+    {
+        auto value = make_view<S, Place>(values_);
+        auto gradient = make_view<S, Place>(gradients_);
+        values_ += padded_numel<Value>(S::numel);
+        if (gradients_ != nullptr) gradients_ += padded_numel<Value>(S::numel);  // same element offsets
+        return std::pair{value, gradient};
+    }
+
+    // A stream number of its own for each parameter, and one per random layer.
+    std::uint64_t next_stream() { return stream_++; }
+
+private:
+    Value* values_;
+    Gradient* gradients_;
+    std::uint64_t stream_;
+};
+
+// What every forward and backward of one step shares.
+struct step_info {
+    std::uint64_t seed = 0;  // the model's seed (dropout masks)
+    std::uint64_t step = 0;  // counts training forwards
+    bool training = true;
+};
+
+// Passed as dx when the input needs no gradient (the model's first layer).
+struct no_input_gradient {};
+// Passed as prev to the first layer.
+struct no_previous_layer {
+    static constexpr bool wants_preactivation_gradient = false;
+};
+
+template <class T>
+inline constexpr bool is_no_input_gradient = std::is_same_v<std::remove_cvref_t<T>, no_input_gradient>;
+
+}  // namespace tenet::nn
+
+namespace tenet::nn::detail {
+
+using tenet::detail::decimal;
+using tenet::detail::diagnostic;
+using tenet::detail::fixed_string;
+using tenet::detail::shape_name;
+
+// S with its last extent replaced by N; S without its last extent.
+template <class S, std::size_t N>
+struct with_last_extent;
+template <std::size_t... E, std::size_t N>
+struct with_last_extent<Shape<E...>, N> {
+    static constexpr std::array<std::size_t, sizeof...(E)> extents{E...};
+    template <std::size_t... I>
+    static auto make(std::index_sequence<I...>) -> Shape<(I + 1 == sizeof...(E) ? N : extents[I])...>;
+    using type = decltype(make(std::make_index_sequence<sizeof...(E)>{}));
+};
+template <class S, std::size_t N>
+using with_last_extent_t = typename with_last_extent<S, N>::type;
+
+template <class S>
+inline constexpr std::size_t last_extent = S::rank == 0 ? 1 : S::extents[S::rank == 0 ? 0 : S::rank - 1];
+
+// The input as a rows x features matrix (every layer here works on the last axis).
+template <class S>
+using matrix_shape_t = Shape<S::numel / last_extent<S>, last_extent<S>>;
+
+// A layer input or output as a contiguous view of another shape: layers are
+// fed tensors and the model's own buffers, both contiguous.
+template <class S, class X>
+auto contiguous_as(const X& x)
+{
+    auto view = tenet::detail::destination_view(x);
+    using V = decltype(view);
+    static_assert(std::is_same_v<typename V::layout, contiguous_layout<typename V::shape>>,
+                  "tenet: layers take contiguous tensors (or their plain views)");
+    static_assert(V::shape::numel == S::numel, "tenet: internal: layer view of a different size");
+    using element = std::remove_pointer_t<decltype(view.data())>;
+    return make_view<S, typename V::place>(static_cast<element*>(view.data()));
+}
+
+template <class Storage, class X>
+constexpr void check_input_element()
+{
+    using V = decltype(tenet::detail::destination_view(std::declval<const X&>()));
+    using element = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<V>().data())>>;
+    static_assert(std::is_same_v<element, Storage>,
+                  "tenet: a layer's input must hold the precision policy's storage type (cast it first)");
+}
+
+}  // namespace tenet::nn::detail

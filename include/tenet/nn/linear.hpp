@@ -1,0 +1,142 @@
+// Linear<In, Out>: y = x W^T + b, with W of shape [Out, In] as in PyTorch (so
+// that output channels are rows: per-channel quantization and cuBLASLt's
+// int8 TN layout both want that). Inputs of any rank; the last extent must be
+// In, the others are rows.
+//
+// Inside Sequential, Linear followed by ReLU / GELU and then another Linear
+// becomes one fused unit (linear_unit<In, Out, activation>): the forward is
+// one cuBLASLt call with the activation+bias epilogue that also saves what
+// the backward needs (aux); in the backward, the next Linear's input-gradient
+// GEMM applies the activation's derivative and reduces the bias gradient in
+// its epilogue (DRELU_BGRAD / DGELU_BGRAD), so this unit's own backward is one
+// weight-gradient GEMM.
+#pragma once
+
+#include "../linalg/linalg.hpp"
+#include "layer.hpp"
+
+namespace tenet::nn {
+namespace detail {
+
+template <std::size_t In, std::size_t Out, class S>
+struct linear_input_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: Linear<") + decimal<In>() + fixed_string(", ") + decimal<Out>() +
+               fixed_string("> fed ") + shape_name<S>::text() + fixed_string(": its last extent must be ") +
+               decimal<In>();
+    }
+};
+
+template <std::size_t In, std::size_t Out, class S>
+struct linear_output {
+    static constexpr bool fits = S::rank >= 1 && last_extent<S> == In;
+    static_assert(fits || diagnostic<linear_input_failure<In, Out, S>::text()>,
+                  "tenet: Linear fed the wrong number of features");
+    using type = with_last_extent_t<S, Out>;
+};
+
+template <precision_policy P, class InShape, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
+class linear_layer {
+    using storage = typename P::storage;
+    using gradient = gradient_t<P>;
+    using x_matrix = Shape<InShape::numel / In, In>;
+    using y_matrix = Shape<InShape::numel / In, Out>;
+    using aux_type = linalg::aux_tensor_t<Act, storage, y_matrix, Place>;
+    static constexpr bool has_aux = Act != linalg::activation::none;
+
+public:
+    using input_shape = InShape;
+    using output_shape = with_last_extent_t<InShape, Out>;
+    // The layer after this one delivers the gradient of the pre-activation
+    // (and the bias gradient): see the file comment.
+    static constexpr bool wants_preactivation_gradient = has_aux;
+    static constexpr linalg::activation activation = Act;
+    static constexpr std::size_t parameter_count = Out * In + Out;
+    static constexpr std::size_t parameter_numel = padded_numel<storage>(Out * In) + padded_numel<storage>(Out);
+    static constexpr std::size_t activation_bytes = has_aux ? sizeof(typename aux_type::element_type) * aux_type::numel : 0;
+    static constexpr std::size_t activation_gradient_bytes = 0;
+
+    template <class Slice>
+    explicit linear_layer(Slice& parameters)
+        : weight_(parameters.template take<Shape<Out, In>, Place>()),
+          bias_(parameters.template take<Shape<Out>, Place>()),
+          weight_stream_(parameters.next_stream()),
+          bias_stream_(parameters.next_stream())
+    {
+    }
+
+    // PyTorch's default for nn.Linear: U(-1/sqrt(In), 1/sqrt(In)) for both.
+    void initialize(std::uint64_t seed)
+    {
+        fan_in_uniform<In>(weight_.first, {seed, weight_stream_});
+        fan_in_uniform<In>(bias_.first, {seed, bias_stream_});
+    }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info&)
+    {
+        check_input_element<storage, X>();
+        const auto xm = contiguous_as<x_matrix>(x);
+        input_ = xm.data();
+        if constexpr (has_aux) linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), aux_, xm, weight_.first, bias_.first);
+        else linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), xm, weight_.first, bias_.first);
+    }
+
+    // dy is the gradient of the output, or of the pre-activation for a fused
+    // unit (whose bias gradient the next layer has already written).
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info&, Prev& prev)
+    {
+        const auto dz = contiguous_as<y_matrix>(dy);
+        const auto x = make_view<x_matrix, Place>(input_);
+        if constexpr (has_aux) linalg::linear_backward_weights(weight_.second, dz, x);
+        else linalg::linear_backward_weights(weight_.second, bias_.second, dz, x);
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto dxm = contiguous_as<x_matrix>(dx);
+            if constexpr (Prev::wants_preactivation_gradient)
+                linalg::linear_backward_input_act<Prev::activation>(dxm, prev.bias_gradient(), dz, weight_.first,
+                                                                   prev.aux());
+            else linalg::linear_backward_input(dxm, dz, weight_.first);
+        }
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        f(prefix + "weight", weight_.first, weight_.second);
+        f(prefix + "bias", bias_.first, bias_.second);
+    }
+
+    // For the layer after a fused unit.
+    auto bias_gradient() const { return bias_.second; }
+    const aux_type& aux() const requires has_aux { return aux_; }
+
+private:
+    using weight_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<Out, In>, Place>());
+    using bias_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<Out>, Place>());
+    struct no_aux {};
+
+    weight_views weight_;
+    bias_views bias_;
+    std::uint64_t weight_stream_, bias_stream_;
+    [[no_unique_address]] std::conditional_t<has_aux, aux_type, no_aux> aux_;
+    const storage* input_ = nullptr;
+};
+
+// Linear followed by an activation, fused (Sequential forms these).
+template <std::size_t In, std::size_t Out, linalg::activation Act>
+struct linear_unit {
+    template <class S>
+    using output_shape = typename linear_output<In, Out, S>::type;
+
+    template <precision_policy P, class S, class Place>
+    using layer = linear_layer<P, S, Place, In, Out, Act>;
+};
+
+}  // namespace detail
+
+template <std::size_t In, std::size_t Out>
+struct Linear : detail::linear_unit<In, Out, linalg::activation::none> {};
+
+}  // namespace tenet::nn

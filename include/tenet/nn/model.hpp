@@ -1,0 +1,132 @@
+// model<Spec, Policy, InputShape, Place>: a layer spec (usually a Sequential)
+// instantiated for one precision, one static input shape and one place, with
+// everything it needs allocated once, at construction:
+//   - all parameters in ONE flat buffer of the storage type, and their
+//     gradients in one flat buffer of the master type (what a fused optimizer
+//     updates in one launch); parameters start on 256-byte boundaries and the
+//     padding between them stays zero;
+//   - every activation kept for the backward, and the gradients between layers.
+// The byte counts are compile-time constants.
+//
+//   using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 10>>;
+//   nn::model<mlp, bf16_mixed, Shape<256, 784>> net(/*seed*/ 42);
+//   const auto& logits = net.forward(x);   // x: Tensor<bf16, Shape<256, 784>>
+//   net.backward(dlogits);                 // fills net.gradients()
+#pragma once
+
+#include "sequential.hpp"
+
+#include <string>
+
+namespace tenet::nn {
+
+template <class Spec, precision_policy P, shape_type In, memory_place Place = Device>
+class model {
+public:
+    using policy = P;
+    using storage_type = typename P::storage;
+    using gradient_type = gradient_t<P>;
+    using input_shape = In;
+    using output_shape = typename Spec::template output_shape<In>;
+    using layer_type = typename Spec::template layer<P, In, Place>;
+    using output_tensor = Tensor<storage_type, output_shape, Place>;
+
+    // Parameters (elements and bytes, without padding), their gradients, and
+    // what the forward keeps for the backward (the output included).
+    static constexpr std::size_t parameter_count = layer_type::parameter_count;
+    static constexpr std::size_t parameter_bytes = parameter_count * sizeof(storage_type);
+    static constexpr std::size_t gradient_bytes = P::trainable ? parameter_count * sizeof(gradient_type) : 0;
+    static constexpr std::size_t activation_bytes = layer_type::activation_bytes + output_tensor::bytes;
+    static constexpr std::size_t activation_gradient_bytes = layer_type::activation_gradient_bytes;
+    // Length of the flat buffers (padding included).
+    static constexpr std::size_t flat_numel = layer_type::parameter_numel;
+
+    explicit model(std::uint64_t seed = 0) : model(seed, current_stream()) {}
+
+    model(std::uint64_t seed, stream_ref s)
+        : values_(flat_numel, s),
+          gradients_(P::trainable ? flat_numel : 0, s),  // inference keeps no gradients
+          layer_(bind(values_.data(), gradients_.data())),
+          seed_(seed)
+    {
+        clear_padding();
+        initialize(seed);
+    }
+
+    // Draws every parameter again from the seed (the same seed gives the same model).
+    void initialize(std::uint64_t seed)
+    {
+        seed_ = seed;
+        layer_.initialize(seed);
+    }
+
+    // Training mode (the default) uses dropout and counts steps; evaluation does neither.
+    void train(bool on = true) { training_ = on; }
+    void eval() { training_ = false; }
+    bool training() const { return training_; }
+    std::uint64_t step() const { return step_; }
+
+    // Runs the forward on the current stream; the input must stay alive and
+    // unchanged until backward().
+    template <class X>
+    const output_tensor& forward(const X& x)
+    {
+        if (training_) ++step_;
+        layer_.forward(x, output_.view(), step_info_now());
+        return output_;
+    }
+
+    // Gradients of every parameter, given the gradient of the output (dy has
+    // the output's shape). Overwrites the gradient buffer.
+    template <class DY>
+    void backward(const DY& dy)
+    {
+        static_assert(P::trainable, "tenet: backward() needs a training precision policy");
+        no_previous_layer none;
+        layer_.backward(dy, no_input_gradient{}, step_info_now(), none);
+    }
+
+    const output_tensor& output() const { return output_; }
+
+    storage_type* parameters() { return values_.data(); }
+    const storage_type* parameters() const { return values_.data(); }
+    gradient_type* gradients() { return gradients_.data(); }
+    const gradient_type* gradients() const { return gradients_.data(); }
+
+    // f(name, value view, gradient view) for each parameter, in order;
+    // names as PyTorch's state_dict gives them ("0.weight", "2.bias").
+    template <class F>
+    void for_each_parameter(F&& f)
+    {
+        layer_.for_each_parameter(f, "");
+    }
+
+    layer_type& layers() { return layer_; }
+
+private:
+    static layer_type bind(storage_type* values, gradient_type* gradients)
+    {
+        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0);
+        return layer_type(slice);
+    }
+
+    void clear_padding()
+    {
+        if constexpr (flat_numel > 0) {
+            assign(make_view<Shape<flat_numel>, Place>(values_.data()), 0);
+            if constexpr (P::trainable) assign(make_view<Shape<flat_numel>, Place>(gradients_.data()), 0);
+        }
+    }
+
+    step_info step_info_now() const { return {seed_, step_, training_}; }
+
+    buffer<storage_type, Place> values_;
+    buffer<gradient_type, Place> gradients_;
+    layer_type layer_;
+    output_tensor output_;
+    std::uint64_t seed_;
+    std::uint64_t step_ = 0;
+    bool training_ = true;
+};
+
+}  // namespace tenet::nn

@@ -1,0 +1,194 @@
+// Sequential<Layers...>: layers applied in order, composed at compile time.
+// It is itself a layer spec (so Sequentials nest). Its layer owns the
+// activations between its children and their gradients, allocated once at
+// construction; forward and backward are unrolled over the children.
+//
+// Before instantiating, the spec list is regrouped: Linear, then ReLU / GELU
+// / GELUTanh, then another Linear, becomes one fused unit (see linear.hpp).
+#pragma once
+
+#include "activation.hpp"
+#include "linear.hpp"
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+namespace tenet::nn {
+namespace detail {
+
+template <class... T>
+struct type_list {};
+
+// A unit with the index of the spec it came from (for parameter names).
+template <std::size_t Index, class Spec>
+struct indexed {
+    static constexpr std::size_t index = Index;
+    using spec = Spec;
+};
+
+template <class A>
+concept fusable_activation = requires {
+    { A::fusable } -> std::convertible_to<linalg::activation>;
+} && A::fusable != linalg::activation::none;
+
+// group<Next, type_list<done...>, rest...>: Next is the index of rest's first spec.
+template <std::size_t Next, class Done, class... Rest>
+struct group;
+template <std::size_t Next, class... Done>
+struct group<Next, type_list<Done...>> {
+    using type = type_list<Done...>;
+};
+template <std::size_t Next, class... Done, class L, class... Rest>
+struct group<Next, type_list<Done...>, L, Rest...> {
+    using type = typename group<Next + 1, type_list<Done..., indexed<Next, L>>, Rest...>::type;
+};
+template <std::size_t Next, class... Done, std::size_t In, std::size_t Out, fusable_activation A, std::size_t In2,
+          std::size_t Out2, class... Rest>
+struct group<Next, type_list<Done...>, Linear<In, Out>, A, Linear<In2, Out2>, Rest...> {
+    using fused = indexed<Next, linear_unit<In, Out, A::fusable>>;
+    using type = typename group<Next + 2, type_list<Done..., fused>, Linear<In2, Out2>, Rest...>::type;
+};
+
+// The shapes between units: In, then each unit's output.
+template <class In, class Units>
+struct chain_shapes;
+template <class In>
+struct chain_shapes<In, type_list<>> {
+    using type = type_list<In>;
+};
+template <class In, class U, class... Us>
+struct chain_shapes<In, type_list<U, Us...>> {
+    template <class... S>
+    static auto prepend(type_list<S...>) -> type_list<In, S...>;
+    using out = typename U::spec::template output_shape<In>;
+    using type = decltype(prepend(typename chain_shapes<out, type_list<Us...>>::type{}));
+};
+
+template <std::size_t I, class List>
+struct at;
+template <std::size_t I, class H, class... T>
+struct at<I, type_list<H, T...>> : at<I - 1, type_list<T...>> {};
+template <class H, class... T>
+struct at<0, type_list<H, T...>> {
+    using type = H;
+};
+template <std::size_t I, class List>
+using at_t = typename at<I, List>::type;
+
+template <class List>
+inline constexpr std::size_t list_size = 0;
+template <class... T>
+inline constexpr std::size_t list_size<type_list<T...>> = sizeof...(T);
+
+template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices>
+class sequential_layer;
+
+template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I>
+class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>> {
+    static constexpr std::size_t n = sizeof...(U);
+    using storage = typename P::storage;
+    template <std::size_t K>
+    using shape_at = at_t<K, Shapes>;  // input of child K; shape_at<n> is the output
+    template <std::size_t K>
+    using child_t = typename at_t<K, type_list<U...>>::spec::template layer<P, shape_at<K>, Place>;
+    // The tensors between children: the output of child K < n - 1.
+    template <std::size_t K>
+    using between_t = Tensor<storage, shape_at<K + 1>, Place>;
+    template <std::size_t... K>
+    static auto betweens(std::index_sequence<K...>) -> std::tuple<between_t<K>...>;
+    using between_tuple = decltype(betweens(std::make_index_sequence<n - 1>{}));
+    static constexpr std::size_t between_bytes = (std::size_t{0} + ... + (I + 1 < n ? shape_at<I + 1>::numel : 0)) * sizeof(storage);
+
+public:
+    static_assert(n >= 1, "tenet: Sequential needs at least one layer");
+    using input_shape = In;
+    using output_shape = shape_at<n>;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = (std::size_t{0} + ... + child_t<I>::parameter_count);
+    static constexpr std::size_t parameter_numel = (std::size_t{0} + ... + child_t<I>::parameter_numel);
+    static constexpr std::size_t activation_bytes = between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
+    static constexpr std::size_t activation_gradient_bytes =
+        (P::trainable ? between_bytes : 0) + (std::size_t{0} + ... + child_t<I>::activation_gradient_bytes);
+
+    template <class Slice>
+    explicit sequential_layer(Slice& parameters) : children_{child_t<I>(parameters)...}
+    {
+        if constexpr (P::trainable) gradients_.emplace();
+    }
+
+    void initialize(std::uint64_t seed) { (std::get<I>(children_).initialize(seed), ...); }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info& step)
+    {
+        (std::get<I>(children_).forward(input_of<I>(x), output_of<I>(y), step), ...);
+    }
+
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
+    {
+        static_assert(P::trainable, "tenet: backward() needs a training precision policy");
+        backward_from<n - 1>(dy, dx, step, prev);
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        (std::get<I>(children_).for_each_parameter(f, prefix + std::to_string(U::index) + "."), ...);
+    }
+
+private:
+    template <std::size_t K, class X>
+    auto input_of(const X& x)
+    {
+        if constexpr (K == 0) return tenet::detail::destination_view(x);
+        else return std::get<K - 1>(activations_).view();
+    }
+    template <std::size_t K, class Y>
+    auto output_of(const Y& y)
+    {
+        if constexpr (K + 1 == n) return tenet::detail::destination_view(y);
+        else return std::get<K>(activations_).view();
+    }
+
+    template <std::size_t K, class DY, class DX, class Prev>
+    void backward_from(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
+    {
+        auto& child = std::get<K>(children_);
+        const auto child_dy = [&] {
+            if constexpr (K + 1 == n) return tenet::detail::destination_view(dy);
+            else return std::get<K>(*gradients_).view();
+        }();
+        if constexpr (K == 0) {
+            child.backward(child_dy, dx, step, prev);
+        } else {
+            child.backward(child_dy, std::get<K - 1>(*gradients_).view(), step, std::get<K - 1>(children_));
+            backward_from<K - 1>(dy, dx, step, prev);
+        }
+    }
+
+    std::tuple<child_t<I>...> children_;
+    between_tuple activations_;
+    std::optional<between_tuple> gradients_;
+};
+
+}  // namespace detail
+
+template <class... Layers>
+struct Sequential {
+    using units = typename detail::group<0, detail::type_list<>, Layers...>::type;
+    static constexpr std::size_t unit_count = detail::list_size<units>;
+
+    template <class In>
+    using shapes = typename detail::chain_shapes<In, units>::type;
+
+    template <class In>
+    using output_shape = detail::at_t<unit_count, shapes<In>>;
+
+    template <precision_policy P, class In, class Place>
+    using layer = detail::sequential_layer<P, In, Place, units, shapes<In>, std::make_index_sequence<unit_count>>;
+};
+
+}  // namespace tenet::nn

@@ -1,0 +1,10 @@
+// Fewer destinations than variables.
+#include <tenet/tenet.hpp>
+// expect: tenet: tie(...) = gradients(e, dy): one destination per variable
+// expect-cxx: tenet: tie(...) = gradients(e, dy): one destination per variable: 2 variables, 1 destinations
+using namespace tenet;
+void f(const Tensor<float, Shape<4, 3>, Host>& x, const Tensor<float, Shape<4, 3>, Host>& w,
+       Tensor<float, Shape<4, 3>, Host>& dx)
+{
+    tie(dx) = gradients(var<0>(x) * var<1>(w), 1.0f);
+}

@@ -1,0 +1,10 @@
+// Variables numbered with a gap.
+#include <tenet/tenet.hpp>
+// expect: tenet: gradients: a variable number is missing
+// expect-cxx: tenet: gradients: variables are numbered 0, 1, ... without gaps, and var<1> is missing
+// expect-cuda: var_expr<2UL
+using namespace tenet;
+void f(const Tensor<float, Shape<4, 3>, Host>& x, Tensor<float, Shape<4, 3>, Host>& d0, Tensor<float, Shape<4, 3>, Host>& d2)
+{
+    tie(d0, d2) = gradients(var<0>(x) * var<2>(x), 1.0f);
+}

@@ -1,0 +1,357 @@
+// nn layers on the host: initialisers (statistics, bounds, reproducibility),
+// every layer's forward against a float64 reference, every backward (through
+// whole models, so each layer's input gradient is exercised by the layers
+// before it) against central finite differences in float64, dropout's
+// regenerated mask, the fused Linear+activation units, parameter layout and
+// the compile-time byte counts.
+#include "tensor_testing.hpp"
+
+#include <functional>
+#include <map>
+#include <ratio>
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+
+namespace {
+
+using f64_policy = training_precision<f64, f64, f64, f64>;
+
+template <class T, class S>
+Tensor<T, S, Host> random_tensor(std::uint64_t seed, double scale = 1.0)
+{
+    Tensor<T, S, Host> t;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, scale);
+    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = convert<T>(normal(rng));
+    return t;
+}
+
+template <class S, class T>
+std::vector<double> as_doubles(const T* p)
+{
+    std::vector<double> v(S::numel);
+    for (std::size_t i = 0; i < S::numel; ++i) v[i] = convert<f64>(p[i]);
+    return v;
+}
+
+// Every parameter as (name -> flat offset, numel), from for_each_parameter.
+template <class M>
+std::map<std::string, std::pair<std::size_t, std::size_t>> parameter_table(M& m)
+{
+    std::map<std::string, std::pair<std::size_t, std::size_t>> table;
+    m.for_each_parameter([&](const std::string& name, auto value, auto) {
+        table[name] = {static_cast<std::size_t>(value.data() - m.parameters()), decltype(value)::shape::numel};
+    });
+    return table;
+}
+
+// L = sum(r * model(x)); its gradient by backward(r) vs central differences.
+template <class Model, class X, class R>
+void check_parameter_gradients(Model& m, const X& x, const R& r, double tolerance)
+{
+    using S = typename Model::output_shape;
+    auto loss = [&] {
+        const auto& y = m.forward(x);
+        double l = 0;
+        for (std::size_t i = 0; i < S::numel; ++i) l += convert<f64>(r.data()[i]) * convert<f64>(y.data()[i]);
+        return l;
+    };
+    m.forward(x);
+    m.backward(r);
+    const std::vector<double> analytic = as_doubles<Shape<Model::flat_numel>>(m.gradients());
+    std::size_t checked = 0;
+    for (const auto& [name, where] : parameter_table(m)) {
+        for (std::size_t j = 0; j < where.second; ++j) {
+            double& p = m.parameters()[where.first + j];
+            const double saved = p, h = 1e-6 * std::max(1.0, std::fabs(saved));
+            p = saved + h;
+            const double up = loss();
+            p = saved - h;
+            const double down = loss();
+            p = saved;
+            const double numeric = (up - down) / (2 * h);
+            const double got = analytic[where.first + j];
+            INFO(name << "[" << j << "]: backward " << got << " vs finite difference " << numeric);
+            CHECK(std::fabs(got - numeric) <= tolerance * (1 + std::fabs(numeric)));
+            ++checked;
+        }
+    }
+    CHECK(checked == Model::parameter_count);
+}
+
+template <class Model>
+void check_gradients_f64(std::uint64_t seed)
+{
+    Model m(seed);
+    const auto x = random_tensor<f64, typename Model::input_shape>(seed + 1);
+    const auto r = random_tensor<f64, typename Model::output_shape>(seed + 2);
+    check_parameter_gradients(m, x, r, 1e-6);
+}
+
+}  // namespace
+
+TEST_CASE("initialisers: bounds, moments and reproducibility")
+{
+    using W = Shape<256, 128>;
+    Tensor<f32, W, Host> w, again;
+    const auto moments = [&] {
+        double sum = 0, sq = 0;
+        for (std::size_t i = 0; i < W::numel; ++i) sum += w.data()[i], sq += double(w.data()[i]) * w.data()[i];
+        const double mean = sum / W::numel;
+        return std::pair{mean, sq / W::numel - mean * mean};
+    };
+    const double n = W::numel;
+
+    nn::kaiming_uniform(w, {7, 1});
+    const double bound = std::sqrt(2.0) * std::sqrt(3.0 / 128);
+    for (std::size_t i = 0; i < W::numel; ++i) REQUIRE(std::fabs(w.data()[i]) <= bound);
+    auto [mean, var] = moments();
+    CHECK(std::fabs(mean) < 4 * std::sqrt(bound * bound / 3 / n));
+    CHECK(var == doctest::Approx(bound * bound / 3).epsilon(0.03));
+    nn::kaiming_uniform(again, {7, 1});
+    CHECK(std::memcmp(w.data(), again.data(), W::numel * sizeof(f32)) == 0);
+    nn::kaiming_uniform(again, {7, 2});
+    CHECK(std::memcmp(w.data(), again.data(), W::numel * sizeof(f32)) != 0);
+
+    nn::kaiming_normal(w, {8, 1}, nn::relu_gain(), nn::fan_mode::fan_out);
+    std::tie(mean, var) = moments();
+    CHECK(var == doctest::Approx(2.0 / 256).epsilon(0.03));
+
+    nn::xavier_uniform(w, {9, 1});
+    const double xb = std::sqrt(6.0 / (128 + 256));
+    for (std::size_t i = 0; i < W::numel; ++i) REQUIRE(std::fabs(w.data()[i]) <= xb);
+    std::tie(mean, var) = moments();
+    CHECK(var == doctest::Approx(xb * xb / 3).epsilon(0.03));
+
+    nn::xavier_normal(w, {10, 1}, 2.0);
+    std::tie(mean, var) = moments();
+    CHECK(std::fabs(mean) < 4 * std::sqrt(var / n));
+    CHECK(var == doctest::Approx(4.0 * 2.0 / (128 + 256)).epsilon(0.03));
+
+    // convolution-style weights: fan_in = In * k * k
+    Tensor<f32, Shape<16, 8, 3, 3>, Host> conv;
+    nn::kaiming_normal(conv, {11, 1}, 1.0);
+    double sq = 0;
+    for (std::size_t i = 0; i < conv.numel; ++i) sq += double(conv.data()[i]) * conv.data()[i];
+    CHECK(sq / conv.numel == doctest::Approx(1.0 / 72).epsilon(0.1));
+}
+
+TEST_CASE("Linear and the fused units: forward against float64")
+{
+    using net = nn::Sequential<nn::Linear<13, 24>, nn::ReLU, nn::Linear<24, 9>, nn::GELU, nn::Linear<9, 5>>;
+    static_assert(std::is_same_v<net::units, nn::detail::type_list<
+                      nn::detail::indexed<0, nn::detail::linear_unit<13, 24, linalg::activation::relu>>,
+                      nn::detail::indexed<2, nn::detail::linear_unit<24, 9, linalg::activation::gelu>>,
+                      nn::detail::indexed<4, nn::Linear<9, 5>>>>);
+    using In = Shape<2, 7, 13>;  // rank 3: rows are 2 x 7
+    nn::model<net, fp32, In, Host> m(3);
+    const auto x = random_tensor<f32, In>(4);
+    const auto table = parameter_table(m);
+    CHECK(table.size() == 6);
+    const auto param = [&](const char* name, std::size_t i) { return double(m.parameters()[table.at(name).first + i]); };
+
+    // the reference: three dense layers in float64
+    std::vector<double> h(x.numel);
+    for (std::size_t i = 0; i < x.numel; ++i) h[i] = x.data()[i];
+    std::size_t features = 13;
+    const auto dense = [&](const std::string& prefix, std::size_t out, auto activation) {
+        std::vector<double> next(14 * out);
+        for (std::size_t r = 0; r < 14; ++r)
+            for (std::size_t o = 0; o < out; ++o) {
+                double acc = param((prefix + "bias").c_str(), o);
+                for (std::size_t k = 0; k < features; ++k) acc += h[r * features + k] * param((prefix + "weight").c_str(), o * features + k);
+                next[r * out + o] = activation(acc);
+            }
+        h = next;
+        features = out;
+    };
+    dense("0.", 24, [](double v) { return v > 0 ? v : 0.0; });
+    dense("2.", 9, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
+    dense("4.", 5, [](double v) { return v; });
+
+    const auto& y = m.forward(x);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(y)>, Tensor<f32, Shape<2, 7, 5>, Host>>);
+    for (std::size_t i = 0; i < y.numel; ++i) {
+        INFO("element " << i);
+        CHECK(y.data()[i] == doctest::Approx(h[i]).epsilon(1e-5).scale(1.0));
+    }
+
+    // PyTorch's default initialisation: U(-1/sqrt(in), 1/sqrt(in))
+    for (std::size_t i = 0; i < 24 * 13; ++i) REQUIRE(std::fabs(param("0.weight", i)) <= 1 / std::sqrt(13.0));
+    for (std::size_t i = 0; i < 9; ++i) REQUIRE(std::fabs(param("2.bias", i)) <= 1 / std::sqrt(24.0));
+}
+
+TEST_CASE("every layer's backward against central finite differences (float64)")
+{
+    SUBCASE("one Linear") { check_gradients_f64<nn::model<nn::Sequential<nn::Linear<5, 4>>, f64_policy, Shape<6, 5>, Host>>(10); }
+    SUBCASE("Linear + ReLU + Linear: the fused relu unit")
+    {
+        check_gradients_f64<nn::model<nn::Sequential<nn::Linear<5, 6>, nn::ReLU, nn::Linear<6, 3>>, f64_policy, Shape<7, 5>, Host>>(20);
+    }
+    SUBCASE("fused gelu and gelu_tanh units")
+    {
+        using net = nn::Sequential<nn::Linear<5, 6>, nn::GELU, nn::Linear<6, 4>, nn::GELUTanh, nn::Linear<4, 3>>;
+        check_gradients_f64<nn::model<net, f64_policy, Shape<8, 5>, Host>>(30);
+    }
+    SUBCASE("unfused activations and LayerNorm")
+    {
+        using net = nn::Sequential<nn::Linear<5, 6>, nn::Tanh, nn::LayerNorm<6>, nn::Linear<6, 4>, nn::Sigmoid,
+                                   nn::Linear<4, 3>, nn::SiLU, nn::Linear<3, 2>, nn::Softplus, nn::ReLU>;
+        check_gradients_f64<nn::model<net, f64_policy, Shape<5, 5>, Host>>(40);
+    }
+    SUBCASE("an activation last, after a Linear (not fused), and a rank-3 input")
+    {
+        using net = nn::Sequential<nn::Linear<4, 6>, nn::ReLU, nn::LayerNorm<6>, nn::Linear<6, 3>, nn::GELU>;
+        check_gradients_f64<nn::model<net, f64_policy, Shape<2, 3, 4>, Host>>(50);
+    }
+    SUBCASE("nested Sequentials")
+    {
+        using inner = nn::Sequential<nn::Linear<4, 5>, nn::Tanh>;
+        using net = nn::Sequential<inner, nn::Linear<5, 3>, nn::Sequential<nn::GELUTanh, nn::Linear<3, 2>>>;
+        using M = nn::model<net, f64_policy, Shape<3, 4>, Host>;
+        M m(60);
+        const auto table = parameter_table(m);
+        CHECK(table.count("0.0.weight") == 1);
+        CHECK(table.count("1.bias") == 1);
+        CHECK(table.count("2.1.weight") == 1);
+        check_gradients_f64<M>(60);
+    }
+}
+
+TEST_CASE("Dropout: the backward regenerates the forward's mask; evaluation is the identity")
+{
+    using S = Shape<64, 256>;
+    using net = nn::Sequential<nn::Dropout<std::ratio<1, 4>>>;
+    nn::model<net, fp32, S, Host> m(5);
+    auto x = random_tensor<f32, S>(6);
+    for (std::size_t i = 0; i < S::numel; ++i) x.data()[i] = std::fabs(x.data()[i]) + 0.5f;  // never zero
+    const auto dy = random_tensor<f32, S>(7);
+
+    std::size_t kept_total = 0;
+    std::vector<float> first_output;
+    for (int step = 0; step < 2; ++step) {
+        const auto& y = m.forward(x);
+        std::vector<float> out(y.data(), y.data() + S::numel);
+        if (step == 0) first_output = out;
+        else CHECK(out != first_output);  // a new mask each step
+        // backward through a model with an input gradient: use the layer directly
+        Tensor<f32, S, Host> dx;
+        testing::poison(dx);
+        nn::no_previous_layer none;
+        m.layers().backward(dy, dx.view(), nn::step_info{5, m.step(), true}, none);
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < S::numel; ++i) {
+            const bool k = out[i] != 0;
+            kept += k;
+            REQUIRE(out[i] == (k ? x.data()[i] * (4.0f / 3.0f) : 0.0f));
+            REQUIRE(dx.data()[i] == (k ? dy.data()[i] * (4.0f / 3.0f) : 0.0f));
+        }
+        kept_total += kept;
+    }
+    const double fraction = double(kept_total) / (2 * S::numel);
+    CHECK(fraction == doctest::Approx(0.75).epsilon(0.01));
+
+    m.eval();
+    const auto& y = m.forward(x);
+    CHECK(std::memcmp(y.data(), x.data(), S::numel * sizeof(f32)) == 0);
+}
+
+TEST_CASE("bf16 and f32 models agree with the float64 model holding the same parameters")
+{
+    using net = nn::Sequential<nn::Linear<32, 48>, nn::ReLU, nn::Linear<48, 24>, nn::LayerNorm<24>, nn::Linear<24, 10>>;
+    using In = Shape<16, 32>;
+    nn::model<net, f64_policy, In, Host> exact(77);
+    nn::model<net, bf16_mixed, In, Host> half(77);
+    nn::model<net, fp32, In, Host> single(77);
+    // the same parameters (rounded to bf16) in all three; the layouts differ
+    // (256-byte padding is 32 f64, 64 f32 or 128 bf16 elements)
+    const auto t_exact = parameter_table(exact), t_half = parameter_table(half), t_single = parameter_table(single);
+    for (const auto& [name, where] : t_half)
+        for (std::size_t j = 0; j < where.second; ++j) {
+            const bf16 v = half.parameters()[where.first + j];
+            exact.parameters()[t_exact.at(name).first + j] = convert<f64>(v);
+            single.parameters()[t_single.at(name).first + j] = convert<f32>(v);
+        }
+
+    auto x64 = random_tensor<f64, In>(78);
+    Tensor<bf16, In, Host> x16;
+    Tensor<f32, In, Host> x32;
+    for (std::size_t i = 0; i < In::numel; ++i) {
+        x16.data()[i] = convert<bf16>(x64.data()[i]);
+        x32.data()[i] = convert<f32>(x16.data()[i]);
+        x64.data()[i] = convert<f64>(x16.data()[i]);
+    }
+    auto r = random_tensor<f64, Shape<16, 10>>(79);
+    Tensor<bf16, Shape<16, 10>, Host> r16;
+    Tensor<f32, Shape<16, 10>, Host> r32;
+    for (std::size_t i = 0; i < r.numel; ++i) r16.data()[i] = convert<bf16>(r.data()[i]), r32.data()[i] = convert<f32>(r16.data()[i]);
+    for (std::size_t i = 0; i < r.numel; ++i) r.data()[i] = convert<f64>(r16.data()[i]);
+
+    const auto& y64 = exact.forward(x64);
+    const auto& y16 = half.forward(x16);
+    const auto& y32 = single.forward(x32);
+    for (std::size_t i = 0; i < y64.numel; ++i) {
+        INFO("output " << i);
+        CHECK(convert<f64>(y32.data()[i]) == doctest::Approx(y64.data()[i]).epsilon(1e-4).scale(1));
+        CHECK(convert<f64>(y16.data()[i]) == doctest::Approx(y64.data()[i]).epsilon(0.05).scale(1));
+    }
+    exact.backward(r);
+    half.backward(r16);
+    single.backward(r32);
+    for (const auto& [name, where] : t_half) {
+        double norm = 0, err16 = 0, err32 = 0;
+        for (std::size_t j = 0; j < where.second; ++j) {
+            const double want = exact.gradients()[t_exact.at(name).first + j];
+            norm += want * want;
+            err16 += std::pow(half.gradients()[where.first + j] - want, 2);
+            err32 += std::pow(single.gradients()[t_single.at(name).first + j] - want, 2);
+        }
+        INFO(name << ": |g| = " << std::sqrt(norm) << ", bf16 error " << std::sqrt(err16) << ", f32 error " << std::sqrt(err32));
+        CHECK(std::sqrt(err32) <= 1e-5 * std::sqrt(norm) + 1e-7);
+        CHECK(std::sqrt(err16) <= 0.05 * std::sqrt(norm) + 1e-3);
+    }
+}
+
+TEST_CASE("model: byte counts, flat buffers and parameter names")
+{
+    using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
+    using M = nn::model<mlp, bf16_mixed, Shape<256, 784>, Host>;
+    constexpr std::size_t params = 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10;
+    static_assert(M::parameter_count == params);
+    static_assert(M::parameter_bytes == params * 2);
+    static_assert(M::gradient_bytes == params * 4);
+    using aux1 = linalg::aux_tensor_t<linalg::activation::relu, bf16, Shape<256, 256>, Host>;
+    using aux2 = linalg::aux_tensor_t<linalg::activation::relu, bf16, Shape<256, 128>, Host>;
+    constexpr std::size_t aux_bytes = aux1::numel * sizeof(typename aux1::element_type) + aux2::numel * sizeof(typename aux2::element_type);
+    static_assert(M::activation_bytes == (256 * 256 + 256 * 128 + 256 * 10) * 2 + aux_bytes);
+    static_assert(M::activation_gradient_bytes == (256 * 256 + 256 * 128) * 2);
+    using inference = nn::model<mlp, inference_precision<bf16, f32, f32>, Shape<256, 784>, Host>;
+    static_assert(inference::gradient_bytes == 0 && inference::activation_gradient_bytes == 0);
+
+    M m(1);
+    std::vector<std::string> names;
+    m.for_each_parameter([&](const std::string& name, auto value, auto gradient) {
+        names.push_back(name);
+        CHECK(reinterpret_cast<std::uintptr_t>(value.data()) % 256 == 0);
+        CHECK(reinterpret_cast<std::uintptr_t>(gradient.data()) % 256 == 0);
+        CHECK(value.data() - m.parameters() == gradient.data() - m.gradients());
+    });
+    CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"});
+    // the padding between parameters is zero, and every parameter was drawn
+    const auto table = parameter_table(m);
+    std::vector<bool> used(M::flat_numel, false);
+    for (const auto& [name, where] : table)
+        for (std::size_t j = 0; j < where.second; ++j) used[where.first + j] = true;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < M::flat_numel; ++i) {
+        if (!used[i]) REQUIRE(convert<f32>(m.parameters()[i]) == 0.0f);
+        else nonzero += convert<f32>(m.parameters()[i]) != 0.0f;
+    }
+    CHECK(nonzero > params * 99 / 100);
+    // the same seed draws the same model, another seed another
+    M same(1), other(2);
+    CHECK(std::memcmp(m.parameters(), same.parameters(), M::flat_numel * sizeof(bf16)) == 0);
+    CHECK(std::memcmp(m.parameters(), other.parameters(), M::flat_numel * sizeof(bf16)) != 0);
+}

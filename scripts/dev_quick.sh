@@ -21,7 +21,7 @@ done
 out="$TENET_ROOT/build/quick"
 mkdir -p "$out"
 inc=(-I"$TENET_ROOT/include" -I"$TENET_ROOT/tests/support" -I/usr/local/cuda/include -I/usr/include/eigen3)
-cuda_libs=(-L/usr/local/cuda/lib64 -lcublasLt -lcudart)
+cuda_libs=(-L/usr/local/cuda/lib64 -lcublasLt -lcudart -lz)
 case "$mode" in
 host)
     ccache g++ -std=c++20 -O1 -g -fopenmp -Wall -Wextra -Wpedantic -Werror "${inc[@]}" \

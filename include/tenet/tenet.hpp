@@ -40,3 +40,6 @@
 
 #include "nn/layers.hpp"
 #include "nn/row_ops.hpp"
+#include "profile/profile.hpp"
+#include "train/train.hpp"
+#include "data/data.hpp"

@@ -57,8 +57,8 @@ constexpr std::size_t padded_numel(std::size_t n)
 template <class Value, class Gradient>
 class parameter_slice {
 public:
-    parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream)
-        : values_(values), gradients_(gradients), stream_(first_stream)
+    parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream, std::byte* recompute_arena = nullptr)
+        : values_(values), gradients_(gradients), stream_(first_stream), arena_(recompute_arena)
     {
     }
 
@@ -76,11 +76,24 @@ public:
     // A stream number of its own for each parameter, and one per random layer.
     std::uint64_t next_stream() { return stream_++; }
 
+    // The model's scratch for recomputed activations (gradient checkpointing),
+    // shared by every Checkpointed segment: each uses it from its start.
+    std::byte* recompute_arena() const { return arena_; }
+
 private:
     Value* values_;
     Gradient* gradients_;
     std::uint64_t stream_;
+    std::byte* arena_;
 };
+
+// Bytes of the shared recompute arena a layer needs (0 unless it holds a
+// Checkpointed segment).
+template <class L>
+inline constexpr std::size_t recompute_bytes_v = 0;
+template <class L>
+    requires requires { L::recompute_bytes; }
+inline constexpr std::size_t recompute_bytes_v<L> = L::recompute_bytes;
 
 // What every forward and backward of one step shares.
 struct step_info {

@@ -27,6 +27,7 @@ public:
     using storage_type = typename P::storage;
     using gradient_type = gradient_t<P>;
     using input_shape = In;
+    using place = Place;
     using output_shape = typename Spec::template output_shape<In>;
     using layer_type = typename Spec::template layer<P, In, Place>;
     using output_tensor = Tensor<storage_type, output_shape, Place>;
@@ -36,7 +37,9 @@ public:
     static constexpr std::size_t parameter_count = layer_type::parameter_count;
     static constexpr std::size_t parameter_bytes = parameter_count * sizeof(storage_type);
     static constexpr std::size_t gradient_bytes = P::trainable ? parameter_count * sizeof(gradient_type) : 0;
-    static constexpr std::size_t activation_bytes = layer_type::activation_bytes + output_tensor::bytes;
+    // (recompute_bytes: the arena Checkpointed segments share, counted in activation_bytes)
+    static constexpr std::size_t recompute_bytes = recompute_bytes_v<layer_type>;
+    static constexpr std::size_t activation_bytes = layer_type::activation_bytes + output_tensor::bytes + recompute_bytes;
     static constexpr std::size_t activation_gradient_bytes = layer_type::activation_gradient_bytes;
     // Length of the flat buffers (padding included).
     static constexpr std::size_t flat_numel = layer_type::parameter_numel;
@@ -46,7 +49,8 @@ public:
     model(std::uint64_t seed, stream_ref s)
         : values_(flat_numel, s),
           gradients_(P::trainable ? flat_numel : 0, s),  // inference keeps no gradients
-          layer_(bind(values_.data(), gradients_.data())),
+          recompute_(recompute_bytes, s),
+          layer_(bind(values_.data(), gradients_.data(), recompute_.data())),
           seed_(seed)
     {
         clear_padding();
@@ -65,6 +69,8 @@ public:
     void eval() { training_ = false; }
     bool training() const { return training_; }
     std::uint64_t step() const { return step_; }
+    // Sets the training-forward count (restoring a checkpoint: dropout masks continue where they were).
+    void set_step(std::uint64_t step) { step_ = step; }
 
     // Runs the forward on the current stream; the input must stay alive and
     // unchanged until backward().
@@ -104,9 +110,9 @@ public:
     layer_type& layers() { return layer_; }
 
 private:
-    static layer_type bind(storage_type* values, gradient_type* gradients)
+    static layer_type bind(storage_type* values, gradient_type* gradients, std::byte* recompute)
     {
-        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0);
+        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute);
         return layer_type(slice);
     }
 
@@ -122,6 +128,7 @@ private:
 
     buffer<storage_type, Place> values_;
     buffer<gradient_type, Place> gradients_;
+    buffer<std::byte, Place> recompute_;
     layer_type layer_;
     output_tensor output_;
     std::uint64_t seed_;

@@ -10,6 +10,8 @@
 #include "activation.hpp"
 #include "linear.hpp"
 
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -82,24 +84,40 @@ inline constexpr std::size_t list_size = 0;
 template <class... T>
 inline constexpr std::size_t list_size<type_list<T...>> = sizeof...(T);
 
-template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices>
+// Recompute: a Checkpointed segment. Its activations between children live in
+// the model's shared recompute arena instead of being kept: the forward writes
+// them there (later segments overwrite them), and the backward first runs the
+// forward again from the saved input.
+template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices, bool Recompute = false>
 class sequential_layer;
 
-template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I>
-class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>> {
+template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I, bool Recompute>
+class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>, Recompute> {
     static constexpr std::size_t n = sizeof...(U);
     using storage = typename P::storage;
     template <std::size_t K>
     using shape_at = at_t<K, Shapes>;  // input of child K; shape_at<n> is the output
     template <std::size_t K>
     using child_t = typename at_t<K, type_list<U...>>::spec::template layer<P, shape_at<K>, Place>;
-    // The tensors between children: the output of child K < n - 1.
+    // The tensors between children: the output of child K < n - 1 (views
+    // into the recompute arena for a Checkpointed segment).
     template <std::size_t K>
-    using between_t = Tensor<storage, shape_at<K + 1>, Place>;
+    using owned_between_t = Tensor<storage, shape_at<K + 1>, Place>;
+    template <std::size_t K>
+    using between_t = std::conditional_t<Recompute, TensorView<storage, contiguous_layout<shape_at<K + 1>>, Place>,
+                                         owned_between_t<K>>;
     template <std::size_t... K>
     static auto betweens(std::index_sequence<K...>) -> std::tuple<between_t<K>...>;
     using between_tuple = decltype(betweens(std::make_index_sequence<n - 1>{}));
+    template <std::size_t... K>
+    static auto owned_betweens(std::index_sequence<K...>) -> std::tuple<owned_between_t<K>...>;
+    using gradient_tuple = decltype(owned_betweens(std::make_index_sequence<n - 1>{}));
     static constexpr std::size_t between_bytes = (std::size_t{0} + ... + (I + 1 < n ? shape_at<I + 1>::numel : 0)) * sizeof(storage);
+    // Arena offsets: each between starts on a 256-byte boundary.
+    static constexpr std::size_t arena_bytes =
+        (std::size_t{0} + ... + (I + 1 < n ? padded_numel<storage>(shape_at<I + 1>::numel) : 0)) * sizeof(storage);
+    static constexpr std::size_t children_recompute_bytes = std::max({std::size_t{0}, recompute_bytes_v<child_t<I>>...});
+    static_assert(!Recompute || children_recompute_bytes == 0, "tenet: Checkpointed segments do not nest");
 
 public:
     static_assert(n >= 1, "tenet: Sequential needs at least one layer");
@@ -108,12 +126,15 @@ public:
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr std::size_t parameter_count = (std::size_t{0} + ... + child_t<I>::parameter_count);
     static constexpr std::size_t parameter_numel = (std::size_t{0} + ... + child_t<I>::parameter_numel);
-    static constexpr std::size_t activation_bytes = between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
+    static constexpr std::size_t activation_bytes =
+        (Recompute ? 0 : between_bytes) + (std::size_t{0} + ... + child_t<I>::activation_bytes);
+    static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
     static constexpr std::size_t activation_gradient_bytes =
         (P::trainable ? between_bytes : 0) + (std::size_t{0} + ... + child_t<I>::activation_gradient_bytes);
 
     template <class Slice>
-    explicit sequential_layer(Slice& parameters) : children_{child_t<I>(parameters)...}
+    explicit sequential_layer(Slice& parameters)
+        : children_{child_t<I>(parameters)...}, activations_(make_betweens(parameters.recompute_arena()))
     {
         if constexpr (P::trainable) gradients_.emplace();
     }
@@ -123,6 +144,10 @@ public:
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info& step)
     {
+        if constexpr (Recompute) {
+            input_ = tenet::detail::destination_view(x).data();
+            output_ = tenet::detail::destination_view(y).data();
+        }
         (std::get<I>(children_).forward(input_of<I>(x), output_of<I>(y), step), ...);
     }
 
@@ -130,6 +155,7 @@ public:
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
+        if constexpr (Recompute) forward(make_view<In, Place>(input_), make_view<output_shape, Place>(output_), step);
         backward_from<n - 1>(dy, dx, step, prev);
     }
 
@@ -140,17 +166,35 @@ public:
     }
 
 private:
+    static between_tuple make_betweens([[maybe_unused]] std::byte* arena)
+    {
+        if constexpr (Recompute) {
+            constexpr std::array<std::size_t, n> offsets = [] {
+                std::array<std::size_t, n> o{};
+                for (std::size_t k = 1; k < n; ++k)
+                    o[k] = o[k - 1] + padded_numel<storage>(std::array{shape_at<I + 1>::numel...}[k - 1]);
+                return o;
+            }();
+            auto* base = reinterpret_cast<storage*>(arena);
+            return [&]<std::size_t... K>(std::index_sequence<K...>) {
+                return between_tuple{make_view<shape_at<K + 1>, Place>(base + offsets[K])...};
+            }(std::make_index_sequence<n - 1>{});
+        } else {
+            return between_tuple{};
+        }
+    }
+
     template <std::size_t K, class X>
     auto input_of(const X& x)
     {
         if constexpr (K == 0) return tenet::detail::destination_view(x);
-        else return std::get<K - 1>(activations_).view();
+        else return tenet::detail::destination_view(std::get<K - 1>(activations_));
     }
     template <std::size_t K, class Y>
     auto output_of(const Y& y)
     {
         if constexpr (K + 1 == n) return tenet::detail::destination_view(y);
-        else return std::get<K>(activations_).view();
+        else return tenet::detail::destination_view(std::get<K>(activations_));
     }
 
     template <std::size_t K, class DY, class DX, class Prev>
@@ -171,7 +215,9 @@ private:
 
     std::tuple<child_t<I>...> children_;
     between_tuple activations_;
-    std::optional<between_tuple> gradients_;
+    std::optional<gradient_tuple> gradients_;
+    const storage* input_ = nullptr;  // Checkpointed: where the forward read and wrote
+    storage* output_ = nullptr;
 };
 
 }  // namespace detail
@@ -189,6 +235,29 @@ struct Sequential {
 
     template <precision_policy P, class In, class Place>
     using layer = detail::sequential_layer<P, In, Place, units, shapes<In>, std::make_index_sequence<unit_count>>;
+};
+
+// Checkpointed<Layers...>: a Sequential segment trained with gradient
+// checkpointing. Only its input and output are kept; the activations between
+// its layers go to a scratch arena that every Checkpointed segment of the
+// model shares (the model allocates the largest one), and the backward
+// recomputes the segment's forward before going back through it. Memory:
+// activation_bytes drops by the segments' inner activations and gains the
+// arena; time: one more forward per segment. Fused units, dropout masks
+// (regenerated from the step) and saved statistics behave exactly as without it.
+//
+//   using net = Sequential<Checkpointed<Linear<784, 1024>, ReLU, Linear<1024, 1024>, ReLU>,
+//                          Checkpointed<Linear<1024, 1024>, ReLU, Linear<1024, 10>>>;
+template <class... Layers>
+struct Checkpointed {
+    using inner = Sequential<Layers...>;
+
+    template <class In>
+    using output_shape = typename inner::template output_shape<In>;
+
+    template <precision_policy P, class In, class Place>
+    using layer = detail::sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
+                                           std::make_index_sequence<inner::unit_count>, true>;
 };
 
 }  // namespace tenet::nn

@@ -1,0 +1,186 @@
+"""One training epoch of the MLP 784-256-128-10 (ReLU) on the CPU, float32,
+in PyTorch (eager, and torch.compile when it works) or JAX (jax.jit of the
+whole train step; optax's AdamW if installed, else the same update written
+in jax.numpy): the peers of tenet's MLP training benchmark.
+
+Batch 256, AdamW(lr=1e-3, weight_decay=1e-2), softmax cross-entropy with
+mean reduction, on Fashion-MNIST (normalised as tenet's loader does:
+(p/255 - 0.2860)/0.3530) when /usr/share/datasets/fashion-mnist exists, else
+random data of its shape. Each epoch draws a new permutation; 60000 samples
+make 234 full batches and a last one of 96 rows, which PyTorch and JAX train
+on as is (a smaller batch; JAX compiles the step a second time for its shape,
+during the warm-up). One warm-up epoch is not timed; the median of the timed
+epochs (3) is printed as one JSON line per mode:
+{"framework", "mode", "epoch_s", "samples_per_s", "threads", "samples", "data"}.
+Threads: the cores this process may run on, for both frameworks (torch:
+set_num_threads; XLA's CPU pool is sized to the cores by default). Measure
+on an otherwise idle machine: with 2 threads on 2 cores and other load,
+PyTorch's spinning OpenMP threads made a step ~25x slower in testing.
+"""
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+DATA_DIR = "/usr/share/datasets/fashion-mnist"
+SIZES = (784, 256, 128, 10)
+BATCH = 256
+LR, WEIGHT_DECAY = 1e-3, 1e-2
+MEAN, STD = 0.2860, 0.3530
+
+
+def load_train(samples):
+    """(images [n, 784] float32 normalised, labels [n] int32, data name)."""
+    images_path = os.path.join(DATA_DIR, "train-images-idx3-ubyte.gz")
+    labels_path = os.path.join(DATA_DIR, "train-labels-idx1-ubyte.gz")
+    if os.path.exists(images_path) and os.path.exists(labels_path):
+        with gzip.open(images_path) as f:
+            pixels = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)
+        with gzip.open(labels_path) as f:
+            labels = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int32)
+        data = "fashion-mnist"
+    else:
+        rng = np.random.default_rng(0)
+        pixels = rng.integers(0, 256, (60000, 784), dtype=np.uint8)
+        labels = rng.integers(0, 10, 60000, dtype=np.int32)
+        data = "random"
+    x = ((pixels[:samples].astype(np.float32) / 255 - MEAN) / STD).astype(np.float32)
+    return x, labels[:samples], data
+
+
+def batches(n, epoch):
+    order = np.random.default_rng(epoch).permutation(n)
+    return [order[i:i + BATCH] for i in range(0, n, BATCH)]
+
+
+def time_epochs(run_epoch, epochs):
+    run_epoch(0)  # warm-up: allocation, compilation (both batch shapes)
+    seconds = []
+    for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
+        run_epoch(epoch)
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def torch_modes(x_np, y_np, threads, compile_too):
+    import torch
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np).long()
+    modes = []
+    for mode in ["eager"] + (["compile"] if compile_too else []):
+        layers = []
+        for fan_in, fan_out in zip(SIZES, SIZES[1:]):
+            layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+        model = torch.nn.Sequential(*layers[:-1])
+        opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+        forward, update = model, opt.step
+        if mode == "compile":
+            forward, update = torch.compile(model), torch.compile(opt.step)
+
+        def run_epoch(epoch):
+            for index in batches(len(x_all), epoch):
+                idx = torch.from_numpy(index)
+                opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.cross_entropy(forward(x_all[idx]), y_all[idx])
+                loss.backward()
+                update()
+
+        modes.append((mode, run_epoch))
+    return modes
+
+
+def jax_modes(x_np, y_np, threads, compile_too):
+    import jax
+    import jax.numpy as jnp
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 2 * (len(SIZES) - 1))
+    params = []
+    for i, (fan_in, fan_out) in enumerate(zip(SIZES, SIZES[1:])):
+        bound = 1 / np.sqrt(fan_in)  # PyTorch's Linear default range
+        params.append((jax.random.uniform(keys[2 * i], (fan_in, fan_out), jnp.float32, -bound, bound),
+                       jax.random.uniform(keys[2 * i + 1], (fan_out,), jnp.float32, -bound, bound)))
+
+    def loss_fn(p, x, y):
+        for w, b in p[:-1]:
+            x = jax.nn.relu(x @ w + b)
+        w, b = p[-1]
+        logits = x @ w + b
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+
+    try:
+        import optax
+        mode = "jit+optax"
+        tx = optax.adamw(LR, weight_decay=WEIGHT_DECAY)
+        opt_state = tx.init(params)
+
+        def apply(p, state, grads):
+            updates, state = tx.update(grads, state, p)
+            return optax.apply_updates(p, updates), state
+    except ImportError:  # torch.optim.AdamW's update, written out
+        mode = "jit"
+        zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
+        opt_state = (zeros, zeros, jnp.zeros((), jnp.int32))
+        b1, b2, eps = 0.9, 0.999, 1e-8
+
+        def apply(p, state, grads):
+            m, v, t = state
+            t = t + 1
+            m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, grads)
+            v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, grads)
+            c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+            p = jax.tree_util.tree_map(
+                lambda w, m, v: w * (1 - LR * WEIGHT_DECAY) - LR * (m / c1) / (jnp.sqrt(v / c2) + eps), p, m, v)
+            return p, (m, v, t)
+
+    @jax.jit
+    def step(p, state, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+        p, state = apply(p, state, grads)
+        return p, state, loss
+
+    state = [params, opt_state]
+
+    def run_epoch(epoch):
+        p, s = state
+        for index in batches(len(x_np), epoch):
+            p, s, _ = step(p, s, x_np[index], y_np[index])
+        jax.block_until_ready(p)
+        state[:] = [p, s]
+
+    return [(mode, run_epoch)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--framework", choices=["torch", "jax"], required=True)
+    parser.add_argument("--epochs", type=int, default=3, help="timed epochs (median)")
+    parser.add_argument("--samples", type=int, default=60000, help="fewer for a smoke test")
+    parser.add_argument("--no-compile", action="store_true", help="torch: eager only")
+    args = parser.parse_args()
+
+    threads = len(os.sched_getaffinity(0))
+    x, y, data = load_train(args.samples)
+    modes = torch_modes if args.framework == "torch" else jax_modes
+    for mode, run_epoch in modes(x, y, threads, not args.no_compile):
+        try:
+            epoch_s = time_epochs(run_epoch, args.epochs)
+        except Exception as e:  # torch.compile needs a working C++ toolchain; eager must work
+            if mode != "compile":
+                raise
+            print(f"skipped: torch.compile failed: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
+            continue
+        print(json.dumps({"framework": args.framework, "mode": mode, "epoch_s": round(epoch_s, 4),
+                          "samples_per_s": round(len(x) / epoch_s, 1), "threads": threads,
+                          "samples": len(x), "data": data}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,336 @@
+// The fused optimizer step: ONE launch updates every parameter of a model
+// from its flat gradient buffer. In the same pass it
+//   - divides out the loss scale and the accumulation count,
+//   - checks every gradient for inf/NaN and skips the whole update if one is found,
+//   - clips to a global gradient norm,
+//   - applies the rule (SGD, AdamW, LAMB) to the fp32 master weights and the
+//     optimizer state, and writes the storage-type weights,
+//   - evaluates the LR schedule from the step counter and advances the
+//     step state (loss scale, counters),
+// all from device memory: nothing is read back, so a step can be captured in
+// a CUDA Graph. The checks and the norm are a global pass; on the device the
+// kernel is a cooperative launch whose blocks meet at grid-wide barriers
+// (after the global pass, between LAMB's two phases, before the state is
+// advanced). The host runs the same phases in order over fixed 4096-element
+// blocks split across cores, so its sums do not depend on the thread count.
+#pragma once
+
+#include "../memory/stream.hpp"
+#include "../numeric/convert.hpp"
+#include "loss_scaler.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#if TENET_CUDA_COMPILER
+#include "../exec/launch.hpp"
+
+#include <cooperative_groups.h>
+#include <cub/block/block_reduce.cuh>
+#endif
+
+namespace tenet::train::detail {
+
+// One parameter tensor's elements in the flat buffers.
+struct segment {
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+};
+
+// Everything the update reads and writes; trivially copyable (a kernel argument).
+template <class Rule, class Schedule, class Storage, class Master>
+struct update_args {
+    Master* master;         // the master weights; the parameters themselves when Storage is Master
+    Storage* parameters;    // written (rounded) when Storage is not Master
+    const Master* gradients;
+    Master* slots[Rule::slots];
+    std::uint64_t numel;
+    const segment* segments;  // the parameters, for per-tensor (layerwise) rules
+    unsigned segment_count;
+    step_state* state;
+    Master* partials;  // device scratch: per block sums
+    Rule rule;
+    Schedule schedule;
+    loss_scaler_options scaler;
+    float clip_norm;     // 0: no clipping
+    float grad_divisor;  // micro-batches accumulated into the gradient
+};
+
+template <class T>
+TENET_HD bool is_finite(T x)
+{
+#if TENET_DEVICE_PASS
+    return ::isfinite(x);
+#else
+    return std::isfinite(x);
+#endif
+}
+
+// What the global pass decides for a step.
+template <class T>
+struct step_plan {
+    T lr;
+    T grad_multiplier;  // unscale * clip
+    T grad_norm;
+    bool skip;
+};
+
+template <class T>
+TENET_HD step_plan<T> plan_step(T lr, T inverse_scale, T sum_squares, bool nonfinite, float clip_norm)
+{
+    // torch.nn.utils.clip_grad_norm_: coefficient max_norm / (norm + 1e-6), at most 1.
+    const T norm = nonfinite ? T(0) : static_cast<T>(::sqrt(static_cast<double>(sum_squares)));
+    T clip = T(1);
+    if (clip_norm > 0.0f && norm > T(clip_norm)) clip = T(clip_norm) / (norm + T(1e-6));
+    return {lr, inverse_scale * clip, norm, nonfinite};
+}
+
+template <bool Dynamic, class Rule>
+inline constexpr bool needs_global_pass(float clip_norm)
+{
+    return Dynamic || Rule::layerwise || clip_norm > 0.0f;
+}
+
+// One element of a non-layerwise rule.
+template <class Args, class T>
+TENET_HD void update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
+{
+    using Storage = std::remove_pointer_t<decltype(a.parameters)>;
+    T s[std::extent_v<decltype(a.slots)>];
+    TENET_UNROLL
+    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
+    const T w = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
+    TENET_UNROLL
+    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) a.slots[j][i] = s[j];
+    a.master[i] = w;
+    if constexpr (!std::is_same_v<Storage, T>) a.parameters[i] = convert<Storage>(w);
+}
+
+// Layerwise phase 1 for one element: advance the moments; return w and r.
+template <class Args, class T>
+TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, const auto& k, T& w, T& r)
+{
+    T s[std::extent_v<decltype(a.slots)>];
+    TENET_UNROLL
+    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
+    a.rule.accumulate(a.gradients[i] * multiplier, s);
+    TENET_UNROLL
+    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) a.slots[j][i] = s[j];
+    w = a.master[i];
+    r = a.rule.direction(w, s, k);
+}
+
+// Layerwise phase 2 for one element: w -= lr * trust * r.
+template <class Args, class T>
+TENET_HD void apply_element(const Args& a, std::uint64_t i, T lr_trust, const auto& k)
+{
+    using Storage = std::remove_pointer_t<decltype(a.parameters)>;
+    T s[std::extent_v<decltype(a.slots)>];
+    TENET_UNROLL
+    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
+    const T w = a.master[i] - lr_trust * a.rule.direction(a.master[i], s, k);
+    a.master[i] = w;
+    if constexpr (!std::is_same_v<Storage, T>) a.parameters[i] = convert<Storage>(w);
+}
+
+// ---- host ----------------------------------------------------------------
+
+inline constexpr std::uint64_t host_block = 4096;
+
+// f(begin, end) over fixed blocks of [first, last), across cores; returns the
+// per-block results in block order.
+template <class R, class F>
+std::vector<R> host_blocks(std::uint64_t first, std::uint64_t last, F f)
+{
+    const std::int64_t count = static_cast<std::int64_t>((last - first + host_block - 1) / host_block);
+    std::vector<R> out(static_cast<std::size_t>(count));
+    TENET_OMP_PARALLEL_FOR_IF(count > 1)
+    for (std::int64_t b = 0; b < count; ++b) {
+        const std::uint64_t begin = first + static_cast<std::uint64_t>(b) * host_block;
+        const std::uint64_t end = begin + host_block < last ? begin + host_block : last;
+        out[static_cast<std::size_t>(b)] = f(begin, end);
+    }
+    return out;
+}
+
+template <class T>
+struct sums {
+    T a = T(0);
+    T b = T(0);
+};
+
+template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
+void host_update(const update_args<Rule, Schedule, Storage, T>& a)
+{
+    const step_state state = *a.state;
+    const T lr = static_cast<T>(a.schedule(state.iteration));
+    const T inverse_scale = T(1) / (T(Dynamic ? state.loss_scale : 1.0f) * T(a.grad_divisor));
+    T sum_squares = T(0);
+    bool nonfinite = false;
+    if (needs_global_pass<Dynamic, Rule>(a.clip_norm)) {
+        const auto partial = host_blocks<sums<T>>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+            sums<T> s;
+            for (std::uint64_t i = begin; i < end; ++i) {
+                const T g = a.gradients[i] * inverse_scale;
+                s.a += g * g;
+                if (!is_finite(g)) s.b = T(1);
+            }
+            return s;
+        });
+        for (const auto& s : partial) {
+            sum_squares += s.a;
+            nonfinite = nonfinite || s.b != T(0);
+        }
+    }
+    const step_plan<T> plan = plan_step(lr, inverse_scale, sum_squares, nonfinite, a.clip_norm);
+    if (!plan.skip) {
+        const auto k = a.rule.at(plan.lr, state.applied + 1);
+        if constexpr (Rule::layerwise) {
+            for (unsigned s = 0; s < a.segment_count; ++s) {
+                const auto partial = host_blocks<sums<T>>(
+                    a.segments[s].begin, a.segments[s].end, [&](std::uint64_t begin, std::uint64_t end) {
+                        sums<T> norms;
+                        for (std::uint64_t i = begin; i < end; ++i) {
+                            T w, r;
+                            moments_element(a, i, plan.grad_multiplier, k, w, r);
+                            norms.a += w * w;
+                            norms.b += r * r;
+                        }
+                        return norms;
+                    });
+                sums<T> norms;
+                for (const auto& p : partial) norms = {norms.a + p.a, norms.b + p.b};
+                const T lr_trust = plan.lr * Rule::trust_ratio(T(std::sqrt(norms.a)), T(std::sqrt(norms.b)));
+                host_blocks<char>(a.segments[s].begin, a.segments[s].end, [&](std::uint64_t begin, std::uint64_t end) {
+                    for (std::uint64_t i = begin; i < end; ++i) apply_element(a, i, lr_trust, k);
+                    return char{};
+                });
+            }
+        } else {
+            host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+                for (std::uint64_t i = begin; i < end; ++i) update_element(a, i, plan.grad_multiplier, k);
+                return char{};
+            });
+        }
+    }
+    *a.state = advance(state, plan.skip, Dynamic, a.scaler, static_cast<float>(plan.lr),
+                       static_cast<float>(plan.grad_norm));
+}
+
+// ---- device --------------------------------------------------------------
+
+#if TENET_CUDA_COMPILER
+
+inline constexpr int update_threads = 256;
+
+// The sum over the whole grid of one value per block (partials[b * stride]),
+// after the barrier that made them visible: every block adds them in the same
+// order, so every block gets the same, reproducible total.
+template <class T>
+__device__ T grid_total(const T* partials, unsigned stride)
+{
+    using reduce = cub::BlockReduce<T, update_threads>;
+    __shared__ typename reduce::TempStorage scratch;
+    __shared__ T total;
+    T mine = T(0);
+    for (unsigned b = threadIdx.x; b < gridDim.x; b += update_threads) mine += partials[b * stride];
+    const T sum = reduce(scratch).Sum(mine);
+    if (threadIdx.x == 0) total = sum;
+    __syncthreads();
+    const T result = total;
+    __syncthreads();  // scratch and total are reused by the next call
+    return result;
+}
+
+// Reduces one value over the block; thread 0 writes it to *out.
+template <class T>
+__device__ void block_partial(T value, T* out)
+{
+    using reduce = cub::BlockReduce<T, update_threads>;
+    __shared__ typename reduce::TempStorage scratch;
+    const T sum = reduce(scratch).Sum(value);
+    if (threadIdx.x == 0) *out = sum;
+    __syncthreads();
+}
+
+template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
+__global__ void __launch_bounds__(update_threads) fused_update_kernel(update_args<Rule, Schedule, Storage, T> a)
+{
+    auto grid = cooperative_groups::this_grid();
+    const std::uint64_t first = static_cast<std::uint64_t>(blockIdx.x) * update_threads + threadIdx.x;
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * update_threads;
+    const step_state state = *a.state;  // read by every block before the last barrier
+    const T lr = static_cast<T>(a.schedule(state.iteration));
+    const T inverse_scale = T(1) / (T(Dynamic ? state.loss_scale : 1.0f) * T(a.grad_divisor));
+    T sum_squares = T(0);
+    bool nonfinite = false;
+    if (needs_global_pass<Dynamic, Rule>(a.clip_norm)) {
+        T squares = T(0), bad = T(0);
+        for (std::uint64_t i = first; i < a.numel; i += stride) {
+            const T g = a.gradients[i] * inverse_scale;
+            squares += g * g;
+            if (!is_finite(g)) bad = T(1);
+        }
+        block_partial(squares, a.partials + 2 * blockIdx.x);
+        block_partial(bad, a.partials + 2 * blockIdx.x + 1);
+        grid.sync();
+        sum_squares = grid_total(a.partials, 2);
+        nonfinite = grid_total(a.partials + 1, 2) != T(0);
+        grid.sync();  // the partials are reused below
+    }
+    const step_plan<T> plan = plan_step(lr, inverse_scale, sum_squares, nonfinite, a.clip_norm);
+    if (!plan.skip) {
+        const auto k = a.rule.at(plan.lr, state.applied + 1);
+        if constexpr (Rule::layerwise) {
+            const unsigned per_block = 2 * a.segment_count;
+            for (unsigned s = 0; s < a.segment_count; ++s) {
+                T w_squares = T(0), r_squares = T(0);
+                for (std::uint64_t i = a.segments[s].begin + first; i < a.segments[s].end; i += stride) {
+                    T w, r;
+                    moments_element(a, i, plan.grad_multiplier, k, w, r);
+                    w_squares += w * w;
+                    r_squares += r * r;
+                }
+                block_partial(w_squares, a.partials + blockIdx.x * per_block + 2 * s);
+                block_partial(r_squares, a.partials + blockIdx.x * per_block + 2 * s + 1);
+            }
+            grid.sync();
+            for (unsigned s = 0; s < a.segment_count; ++s) {
+                const T w_norm = ::sqrt(grid_total(a.partials + 2 * s, per_block));
+                const T r_norm = ::sqrt(grid_total(a.partials + 2 * s + 1, per_block));
+                const T lr_trust = plan.lr * Rule::trust_ratio(w_norm, r_norm);
+                for (std::uint64_t i = a.segments[s].begin + first; i < a.segments[s].end; i += stride)
+                    apply_element(a, i, lr_trust, k);
+            }
+        } else {
+            for (std::uint64_t i = first; i < a.numel; i += stride) update_element(a, i, plan.grad_multiplier, k);
+        }
+    }
+    grid.sync();  // every block has read the state
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *a.state = advance(state, plan.skip, Dynamic, a.scaler, static_cast<float>(plan.lr),
+                           static_cast<float>(plan.grad_norm));
+}
+
+// Blocks for the cooperative launch: all resident at once (the barrier needs it).
+template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
+unsigned update_grid(std::uint64_t numel)
+{
+    return tenet::detail::grid_for<fused_update_kernel<Dynamic, Rule, Schedule, Storage, T>, update_threads>(numel);
+}
+
+template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
+void device_update(update_args<Rule, Schedule, Storage, T> a, unsigned grid, stream_ref stream)
+{
+    void* arguments[] = {&a};
+    TENET_CUDA_CHECK(cudaLaunchCooperativeKernel(
+        reinterpret_cast<const void*>(&fused_update_kernel<Dynamic, Rule, Schedule, Storage, T>), dim3(grid),
+        dim3(update_threads), arguments, 0, stream.get()));
+}
+
+#endif
+
+}  // namespace tenet::train::detail

@@ -1,0 +1,213 @@
+// optimizer<Model, Rule, Schedule>: the state a rule (sgd, adamw, lamb) needs
+// for one model, allocated once in the model's place, and the fused step.
+//
+//   nn::model<mlp, bf16_mixed, Shape<256, 784>> net(42);
+//   train::optimizer opt(net, train::adamw{}, train::warmup_cosine_lr{1e-3f, 500, 10000, 0.0f});
+//   net.forward(x); ...; net.backward(dy);
+//   opt.step();        // ONE launch: every parameter, master weights and state
+//
+// - Master weights: when the storage type is narrower than the master type
+//   (bf16, fp16 policies) the optimizer keeps an fp32 copy of every parameter
+//   and writes the rounded storage weights in the same pass; for fp32 the
+//   parameters are the master weights.
+// - The learning rate, the step counters, the loss scale and the skip flag live
+//   in the model's place (`step_state`), so steps can be captured in a CUDA
+//   Graph and replayed with nothing read back.
+// - Dynamic loss scaling is on exactly when the policy says so
+//   (fp16_mixed): the backward multiplies by loss_scale(), the step divides it
+//   out, skips a step with an inf/NaN gradient and adjusts the scale. Whenever
+//   the step computes the global gradient norm (loss scaling, clipping, LAMB)
+//   a non-finite gradient skips the update.
+#pragma once
+
+#include "../exec/assign.hpp"
+#include "../nn/layer.hpp"
+#include "adamw.hpp"
+#include "fused_update.hpp"
+#include "lamb.hpp"
+#include "schedule.hpp"
+#include "sgd.hpp"
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+namespace tenet::train {
+
+struct optimizer_options {
+    float clip_norm = 0.0f;         // clip the global gradient norm to this; 0 is off
+    loss_scaler_options scaler{};   // for policies with dynamic loss scaling
+};
+
+template <class Model, class Rule, lr_schedule Schedule = constant_lr>
+class optimizer {
+public:
+    using policy = typename Model::policy;
+    using storage_type = typename policy::storage;
+    using master_type = nn::gradient_t<policy>;
+    using place = typename Model::place;
+    using rule_type = Rule;
+    using schedule_type = Schedule;
+
+    static_assert(training_policy<policy>, "tenet: an optimizer needs a model with a training precision policy");
+    static_assert(std::is_trivially_copyable_v<Schedule>,
+                  "tenet: an LR schedule runs inside the optimizer kernel: it must be trivially copyable");
+
+    static constexpr std::size_t numel = Model::flat_numel;
+    static constexpr bool separate_master = !std::is_same_v<storage_type, master_type>;
+    static constexpr bool dynamic_loss_scaling = policy::dynamic_loss_scaling;
+    static constexpr bool on_host = host_accessible_v<place>;
+    // Master weights (when separate) and the rule's state, in bytes.
+    static constexpr std::size_t state_bytes = ((separate_master ? numel : 0) + Rule::slots * numel) * sizeof(master_type);
+
+    explicit optimizer(Model& model, Rule rule = {}, Schedule schedule = {}, optimizer_options options = {})
+        : model_(model), rule_(rule), schedule_(schedule), options_(options),
+          master_(separate_master ? numel : 0, current_stream()),
+          slots_(Rule::slots * numel, current_stream()),
+          state_(1, current_stream()),
+          segments_(collect_segments(model))
+    {
+        static_assert(on_host || TENET_CUDA_COMPILER,
+                      "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
+        if constexpr (requires { schedule.check(); }) schedule.check();
+        assign(flat(slots_.data(), std::integral_constant<std::size_t, Rule::slots * numel>{}), 0);
+        load_master_from_parameters();
+        step_state initial;
+        if constexpr (dynamic_loss_scaling) initial.loss_scale = options.scaler.initial_scale;
+        set_state(initial);
+        prepare_device_scratch();
+    }
+
+    optimizer(const optimizer&) = delete;
+    optimizer& operator=(const optimizer&) = delete;
+
+    // Updates every parameter from the model's gradients (one launch).
+    void step() { step(model_.gradients(), 1.0f); }
+
+    // ... from `gradients` (flat, like the model's), which sum `divisor`
+    // micro-batches: the update uses their mean.
+    void step(const master_type* gradients, float divisor)
+    {
+        const auto args = arguments(gradients, divisor);
+        if constexpr (on_host) {
+            detail::host_update<dynamic_loss_scaling>(args);
+        } else {
+#if TENET_CUDA_COMPILER
+            detail::device_update<dynamic_loss_scaling>(args, grid_, current_stream());
+#endif
+        }
+    }
+
+    // The step state, read back to the host (waits for the stream).
+    step_state state() const
+    {
+        step_state s;
+        copy_raw(&s, state_.data(), sizeof s);
+        current_stream().synchronize();
+        return s;
+    }
+
+    void set_state(const step_state& s)
+    {
+        copy_raw(state_.data(), &s, sizeof s);
+        current_stream().synchronize();  // s may be a temporary
+    }
+
+    // The loss scale as a rank-0 tensor in the model's place (1 without
+    // dynamic scaling): the backward's upstream gradient.
+    auto loss_scale() const { return make_view<Shape<>, place>(static_cast<const float*>(&state_.data()->loss_scale)); }
+
+    // The master weights (the parameters themselves for fp32) and the rule's
+    // state slots, each `numel` long: what a checkpoint saves.
+    master_type* master()
+    {
+        if constexpr (separate_master) return master_.data();
+        else return model_.parameters();
+    }
+    master_type* slot(std::size_t j) { return slots_.data() + j * numel; }
+
+    // Master weights from the model's parameters (after the parameters were
+    // set from outside: initialisation, a checkpoint).
+    void load_master_from_parameters()
+    {
+        if constexpr (separate_master)
+            assign(flat(master_.data(), std::integral_constant<std::size_t, numel>{}),
+                   flat(static_cast<const storage_type*>(model_.parameters()), std::integral_constant<std::size_t, numel>{}));
+    }
+
+    const Rule& rule() const { return rule_; }
+    const Schedule& schedule() const { return schedule_; }
+    const optimizer_options& options() const { return options_; }
+    Model& model() { return model_; }
+
+private:
+    using args_type = detail::update_args<Rule, Schedule, storage_type, master_type>;
+
+    template <class T, std::size_t N>
+    static auto flat(T* data, std::integral_constant<std::size_t, N>)
+    {
+        return make_view<Shape<N>, place>(data);
+    }
+
+    static void copy_raw(void* to, const void* from, std::size_t bytes)
+    {
+        if constexpr (on_host) std::memcpy(to, from, bytes);
+        else TENET_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, current_stream().get()));
+    }
+
+    static buffer<detail::segment, place> collect_segments(Model& model)
+    {
+        std::vector<detail::segment> list;
+        model.for_each_parameter([&](const std::string&, auto value, auto) {
+            const auto begin = static_cast<std::uint64_t>(value.data() - model.parameters());
+            list.push_back({begin, begin + decltype(value)::shape::numel});
+        });
+        buffer<detail::segment, place> out(list.size(), current_stream());
+        copy_raw(out.data(), list.data(), list.size() * sizeof(detail::segment));
+        current_stream().synchronize();  // list is about to go
+        return out;
+    }
+
+    void prepare_device_scratch()
+    {
+#if TENET_CUDA_COMPILER
+        if constexpr (!on_host) {
+            grid_ = detail::update_grid<dynamic_loss_scaling, Rule, Schedule, storage_type, master_type>(numel);
+            partials_ = buffer<master_type, place>(std::size_t{grid_} * (2 + 2 * segments_.size()), current_stream());
+        }
+#endif
+    }
+
+    args_type arguments(const master_type* gradients, float divisor)
+    {
+        args_type a{};
+        a.master = master();
+        a.parameters = model_.parameters();
+        a.gradients = gradients;
+        for (std::size_t j = 0; j < Rule::slots; ++j) a.slots[j] = slot(j);
+        a.numel = numel;
+        a.segments = segments_.data();
+        a.segment_count = static_cast<unsigned>(segments_.size());
+        a.state = state_.data();
+        a.partials = partials_.data();
+        a.rule = rule_;
+        a.schedule = schedule_;
+        a.scaler = options_.scaler;
+        a.clip_norm = options_.clip_norm;
+        a.grad_divisor = divisor;
+        return a;
+    }
+
+    Model& model_;
+    Rule rule_;
+    Schedule schedule_;
+    optimizer_options options_;
+    buffer<master_type, place> master_;
+    buffer<master_type, place> slots_;
+    buffer<step_state, place> state_;
+    buffer<detail::segment, place> segments_;
+    buffer<master_type, place> partials_{0, current_stream()};
+    unsigned grid_ = 0;
+};
+
+}  // namespace tenet::train

@@ -1,0 +1,48 @@
+// SGD with momentum, dampening, Nesterov and L2 weight decay, as torch.optim.SGD
+// computes it (the momentum buffer starts as the first gradient). A rule: the
+// per-element update the fused optimizer kernel runs on host and device.
+#pragma once
+
+#include "../config.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tenet::train {
+
+struct sgd {
+    float momentum = 0.0f;
+    float dampening = 0.0f;
+    float weight_decay = 0.0f;
+    bool nesterov = false;
+
+    static constexpr const char* name = "sgd";
+    static constexpr std::size_t slots = 1;  // the momentum buffer
+    static constexpr bool layerwise = false;
+
+    template <class T>
+    struct constants {
+        T lr;
+        bool first;  // the first applied update: the buffer takes the gradient as is
+    };
+
+    // t: the 1-based number of this update.
+    template <class T>
+    TENET_HD constants<T> at(T lr, std::uint64_t t) const
+    {
+        return {lr, t == 1};
+    }
+
+    template <class T>
+    TENET_HD T update(T w, T g, T (&s)[slots], const constants<T>& k) const
+    {
+        g += T(weight_decay) * w;
+        if (momentum != 0.0f) {
+            s[0] = k.first ? g : T(momentum) * s[0] + (T(1) - T(dampening)) * g;
+            g = nesterov ? g + T(momentum) * s[0] : s[0];
+        }
+        return w - k.lr * g;
+    }
+};
+
+}  // namespace tenet::train

@@ -1,0 +1,9 @@
+// The training stack: optimizers (SGD, AdamW, LAMB) fused into one launch,
+// dynamic loss scaling, LR schedules, early stopping, the trainer (eager or
+// CUDA Graph), checkpoints.
+#pragma once
+
+#include "early_stopping.hpp"
+#include "optimizer.hpp"
+#include "schedule.hpp"
+#include "trainer.hpp"

@@ -1,0 +1,345 @@
+// trainer<Model, Rule, Schedule>: one training step of a classifier -- the
+// forward, softmax cross-entropy over the valid rows, the backward and the
+// fused optimizer update -- on the model's place.
+//
+//   nn::model<mlp, bf16_mixed, Shape<256, 784>> net(42);
+//   train::trainer t(net, train::adamw{}, train::warmup_cosine_lr{1e-3f, 200, 4000});
+//   t.capture();                        // device: record the step as a CUDA Graph
+//   while (loader.next(b)) t.step(b.x(), b.labels(), b.valid());
+//   double loss = t.mean_loss();        // reads back (waits); resets the sum
+//
+// - Eager by default (each kernel launched, easy to debug); after capture()
+//   the first step with a given set of input buffers runs eagerly (it creates
+//   cuBLASLt plans and workspaces), the second records the step as a CUDA
+//   Graph, and every later one replays it: one launch per step. Graphs are
+//   kept per input buffers and per accumulation phase. On the host capture()
+//   changes nothing.
+// - Gradient accumulation: with accumulation_steps = k, each step() is one
+//   micro-batch; gradients add up in an accumulation buffer and every k-th
+//   step updates with their mean (k equal micro-batches = one batch k times as big).
+// - The loss scale of fp16 policies multiplies the loss gradient and is
+//   divided out by the optimizer; everything stays on the device.
+// - Device models run on the trainer's own stream (stream()): give it to the
+//   data loader, so copies are ordered with the steps.
+// - Models with Dropout replay the captured step's masks in graph mode (the
+//   step number is a host value): train them eagerly.
+#pragma once
+
+#include "../nn/row_ops.hpp"
+#include "../profile/nvtx.hpp"
+#include "../reduce/reduce.hpp"
+#include "checkpoint_file.hpp"
+#include "graph.hpp"
+#include "optimizer.hpp"
+
+#include <array>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tenet::train {
+
+struct trainer_options {
+    std::size_t accumulation_steps = 1;  // micro-batches per update
+    optimizer_options optimizer{};
+};
+
+template <class Model, class Rule, lr_schedule Schedule = constant_lr>
+class trainer {
+public:
+    using model_type = Model;
+    using optimizer_type = tenet::train::optimizer<Model, Rule, Schedule>;
+    using policy = typename Model::policy;
+    using place = typename Model::place;
+    using storage_type = typename policy::storage;
+    using master_type = nn::gradient_t<policy>;
+    using output_shape = typename Model::output_shape;
+    static constexpr bool on_host = host_accessible_v<place>;
+
+    trainer(Model& model, Rule rule = {}, Schedule schedule = {}, trainer_options options = {})
+        : model_(model), options_(checked(options)), optimizer_(model, rule, schedule, options.optimizer),
+          accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
+    {
+        assign(loss_sum_.view(), 0);
+        assign(correct_.view(), 0);
+        assign(rows_.view(), 0);
+        current_stream().synchronize();  // the model and these are ready for stream_
+    }
+
+    // The buffers are freed on the stream that allocated them: finish this one's work first.
+    ~trainer() { stream_.synchronize(); }
+
+    trainer(const trainer&) = delete;
+    trainer& operator=(const trainer&) = delete;
+
+    // One micro-batch: x of the model's input shape (storage type), labels i32
+    // and valid (nonzero: a real row) of the output's row shape.
+    template <class X, class Labels, class Valid>
+    void step(const X& x, const Labels& labels, const Valid& valid)
+    {
+        stream_scope on(stream_);
+        model_.train();
+        const std::size_t k = options_.accumulation_steps;
+        const auto phase = k == 1 ? phase_kind::only
+                         : micro_ == 0 ? phase_kind::first
+                         : micro_ + 1 == k ? phase_kind::last : phase_kind::middle;
+        micro_ = (micro_ + 1) % k;
+        ++losses_;
+        const std::uint64_t before = model_.step();
+        run(graph_key{pointer(x), pointer(labels), pointer(valid), phase}, [&] { eager_step(x, labels, valid, phase); });
+        if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
+    }
+
+    // Graph mode on (device models); off returns to eager launches.
+    void capture(bool on = true) { graphs_on_ = on && !on_host; }
+    bool capturing() const { return graphs_on_; }
+
+    // Counts correct predictions (argmax of the logits == label) on valid rows.
+    template <class X, class Labels, class Valid>
+    void evaluate(const X& x, const Labels& labels, const Valid& valid)
+    {
+        stream_scope on(stream_);
+        model_.eval();
+        const auto& logits = model_.forward(x);
+        const auto counted = cast<f32>(valid != 0);
+        correct_ = correct_ + sum(cast<f32>(argmax<-1>(logits) == labels) * counted);
+        rows_ = rows_ + sum(counted);
+        model_.train();
+    }
+
+    // The mean micro-batch loss since the last call (waits for the stream).
+    double mean_loss()
+    {
+        const double total = read(loss_sum_);
+        const double mean = losses_ ? total / static_cast<double>(losses_) : 0.0;
+        stream_scope on(stream_);
+        assign(loss_sum_.view(), 0);
+        losses_ = 0;
+        return mean;
+    }
+
+    // Accuracy over what evaluate() saw since the last call (waits).
+    double accuracy()
+    {
+        const double correct = read(correct_), rows = read(rows_);
+        clear_metrics();
+        return rows > 0 ? correct / rows : 0.0;
+    }
+
+    step_state state() const
+    {
+        stream_scope on(stream_);
+        return optimizer_.state();
+    }
+
+    // Parameters, master weights, optimizer state, loss-scaler state and the
+    // step, in one checksummed file written atomically.
+    void save(const std::string& path)
+    {
+        stream_scope on(stream_);
+        checkpoint_contents contents{signature(), model_.step(), {}};
+        contents.sections.push_back(section("parameters", model_.parameters(), Model::flat_numel));
+        if constexpr (optimizer_type::separate_master)
+            contents.sections.push_back(section("master", optimizer_.master(), Model::flat_numel));
+        for (std::size_t j = 0; j < Rule::slots; ++j)
+            contents.sections.push_back(section("state" + std::to_string(j), optimizer_.slot(j), Model::flat_numel));
+        const step_state s = optimizer_.state();
+        contents.sections.push_back({"step_state", bytes_of(&s, sizeof s)});
+        write_checkpoint_file(path, contents);
+    }
+
+    // Restores what save() wrote. The whole file is checked first (format,
+    // checksum, this model's signature, every section's size): on any error
+    // tenet::format_error / io_error is thrown and nothing here has changed.
+    void load(const std::string& path)
+    {
+        stream_scope on(stream_);
+        const checkpoint_contents contents = read_checkpoint_file(path, signature());
+        constexpr std::size_t n = Model::flat_numel;
+        const auto& parameters = find_section(contents, "parameters", n * sizeof(storage_type));
+        const checkpoint_section* master = nullptr;
+        if constexpr (optimizer_type::separate_master) master = &find_section(contents, "master", n * sizeof(master_type));
+        std::array<const checkpoint_section*, Rule::slots> slots{};
+        for (std::size_t j = 0; j < Rule::slots; ++j)
+            slots[j] = &find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
+        const auto& state = find_section(contents, "step_state", sizeof(step_state));
+
+        upload(model_.parameters(), parameters);
+        if (master) upload(optimizer_.master(), *master);
+        for (std::size_t j = 0; j < Rule::slots; ++j) upload(optimizer_.slot(j), *slots[j]);
+        step_state s;
+        std::memcpy(&s, state.bytes.data(), sizeof s);
+        optimizer_.set_state(s);
+        model_.set_step(contents.step);
+        micro_ = 0;
+    }
+
+    // What a checkpoint must match: the policy's types, the rule, and every
+    // parameter's name and shape.
+    std::string signature()
+    {
+        std::string s = std::string("tenet-trainer/") + tenet::detail::element_name<storage_type> + "/" + tenet::detail::element_name<master_type> +
+                        "/" + Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") + ":";
+        model_.for_each_parameter([&](const std::string& name, auto value, auto) {
+            s += " " + name + shape_text(typename decltype(value)::shape{});
+        });
+        return s;
+    }
+
+    Model& model() { return model_; }
+    optimizer_type& optimizer() { return optimizer_; }
+    stream_ref stream() const { return stream_; }
+    const auto& probabilities() const { return probs_; }
+
+private:
+    enum class phase_kind { only, first, middle, last };
+
+    struct graph_key {
+        const void* x;
+        const void* labels;
+        const void* valid;
+        phase_kind phase;
+        bool operator==(const graph_key&) const = default;
+    };
+    struct graph_entry {
+        graph_key key;
+        cuda_graph graph;
+    };
+
+    static trainer_options checked(trainer_options o)
+    {
+        if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
+        return o;
+    }
+
+    template <class T>
+    static const void* pointer(const T& t)
+    {
+        return tenet::detail::destination_view(t).data();
+    }
+
+    // Eager until a graph is wanted: first sight of a key runs eagerly (warm-up),
+    // the second captures, later ones replay.
+    template <class F>
+    void run(const graph_key& key, F&& eager)
+    {
+        if (!graphs_on_) {
+            eager();
+            return;
+        }
+        for (auto& entry : graphs_)
+            if (entry.key == key) {
+                if (!entry.graph) entry.graph.capture(stream_, eager);
+                entry.graph.launch(stream_);
+                return;
+            }
+        eager();
+        graphs_.push_back({key, cuda_graph{}});
+    }
+
+    template <class X, class Labels, class Valid>
+    void eager_step(const X& x, const Labels& labels, const Valid& valid, phase_kind phase)
+    {
+        {
+            profile::scoped_range range("forward");
+            const auto& logits = model_.forward(x);
+            cross_entropy_forward(loss_, probs_, logits, labels, valid);
+            loss_sum_ = loss_sum_ + loss_;
+        }
+        {
+            profile::scoped_range range("backward");
+            if constexpr (policy::dynamic_loss_scaling)
+                cross_entropy_backward(dlogits_, probs_, labels, valid, optimizer_.loss_scale());
+            else
+                cross_entropy_backward(dlogits_, probs_, labels, valid, 1.0f);
+            model_.backward(dlogits_);
+        }
+        profile::scoped_range range("optimizer");
+        constexpr std::size_t n = Model::flat_numel;
+        if (phase == phase_kind::only) {
+            optimizer_.step();
+            return;
+        }
+        auto sum_view = make_view<Shape<n>, place>(accumulated_.data());
+        const auto gradients = make_view<Shape<n>, place>(static_cast<const master_type*>(model_.gradients()));
+        if (phase == phase_kind::first) sum_view = gradients;
+        else sum_view = sum_view + gradients;
+        if (phase == phase_kind::last)
+            optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
+    }
+
+    double read(const Tensor<f32, Shape<>, place>& t) const
+    {
+        Tensor<f32, Shape<>, Host> host;
+        copy(host, t, stream_);
+        stream_.synchronize();
+        return host.data()[0];
+    }
+
+    void clear_metrics()
+    {
+        stream_scope on(stream_);
+        assign(correct_.view(), 0);
+        assign(rows_.view(), 0);
+    }
+
+    static std::vector<std::byte> bytes_of(const void* p, std::size_t n)
+    {
+        std::vector<std::byte> out(n);
+        std::memcpy(out.data(), p, n);
+        return out;
+    }
+
+    template <class T>
+    checkpoint_section section(std::string name, const T* data, std::size_t count) const
+    {
+        std::vector<std::byte> out(count * sizeof(T));
+        if constexpr (on_host) {
+            std::memcpy(out.data(), data, out.size());
+        } else {
+            TENET_CUDA_CHECK(cudaMemcpyAsync(out.data(), data, out.size(), cudaMemcpyDefault, stream_.get()));
+            stream_.synchronize();
+        }
+        return {std::move(name), std::move(out)};
+    }
+
+    template <class T>
+    void upload(T* to, const checkpoint_section& from) const
+    {
+        if constexpr (on_host) {
+            std::memcpy(to, from.bytes.data(), from.bytes.size());
+        } else {
+            TENET_CUDA_CHECK(cudaMemcpyAsync(to, from.bytes.data(), from.bytes.size(), cudaMemcpyDefault, stream_.get()));
+            stream_.synchronize();
+        }
+    }
+
+    template <std::size_t... N>
+    static std::string shape_text(Shape<N...>)
+    {
+        std::string s = "[";
+        ((s += std::to_string(N) + ","), ...);
+        if (s.size() > 1) s.pop_back();
+        return s + "]";
+    }
+
+    Model& model_;
+    trainer_options options_;
+    std::optional<tenet::stream> own_stream_ = on_host ? std::nullopt : std::optional<tenet::stream>(std::in_place);
+    stream_ref stream_ = own_stream_ ? stream_ref(*own_stream_) : current_stream();  // host: never used by a device
+    optimizer_type optimizer_;
+    buffer<master_type, place> accumulated_;
+    Tensor<typename policy::accumulate, output_shape, place> probs_;  // f32 for 16-bit policies
+    Tensor<storage_type, output_shape, place> dlogits_;
+    Tensor<f32, Shape<>, place> loss_;
+    Tensor<f32, Shape<>, place> loss_sum_;
+    Tensor<f32, Shape<>, place> correct_;
+    Tensor<f32, Shape<>, place> rows_;
+    std::size_t micro_ = 0;
+    std::size_t losses_ = 0;
+    bool graphs_on_ = false;
+    std::vector<graph_entry> graphs_;
+};
+
+}  // namespace tenet::train

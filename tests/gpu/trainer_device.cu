@@ -1,0 +1,120 @@
+// The training stack on the device: the cooperative fused optimizer against
+// the host's (SGD, AdamW, LAMB; scaled fp16 gradients with an injected inf),
+// and graph-replayed trainer steps against eager ones: the same kernels in
+// the same order, so the parameters must be identical, bit for bit.
+#include "device_testing.hpp"
+
+#include <tenet/train/train.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+namespace train = tenet::train;
+
+namespace {
+
+using spec = nn::Sequential<nn::Linear<40, 64>, nn::ReLU, nn::Linear<64, 10>>;
+template <class P, class Place>
+using model_t = nn::model<spec, P, Shape<32, 40>, Place>;
+
+template <class T>
+std::vector<double> to_doubles(const T* p, std::size_t n, bool device)
+{
+    std::vector<T> host(n);
+    if (device) {
+        TENET_CUDA_CHECK(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDefault));
+    } else {
+        std::copy(p, p + n, host.begin());
+    }
+    std::vector<double> out(n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = convert<f64>(host[i]);
+    return out;
+}
+
+// The same gradients in both models' flat buffers (padding 0).
+template <class M>
+void set_gradients(M& m, const std::vector<float>& g, bool device)
+{
+    if (device) TENET_CUDA_CHECK(cudaMemcpy(m.gradients(), g.data(), g.size() * sizeof(float), cudaMemcpyDefault));
+    else std::copy(g.begin(), g.end(), m.gradients());
+}
+
+template <class P, class Rule>
+void check_optimizer(Rule rule, float grad_scale, bool inject_inf)
+{
+    model_t<P, Host> host(3);
+    model_t<P, Device> device(3);
+    current_stream().synchronize();
+    constexpr std::size_t n = model_t<P, Host>::flat_numel;
+    REQUIRE(to_doubles(host.parameters(), n, false) == to_doubles(device.parameters(), n, true));
+    train::optimizer_options options;
+    options.clip_norm = 5.0f;
+    train::optimizer host_opt(host, rule, train::warmup_cosine_lr{1e-2f, 2, 8, 0.0f}, options);
+    train::optimizer device_opt(device, rule, train::warmup_cosine_lr{1e-2f, 2, 8, 0.0f}, options);
+    std::mt19937_64 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int step = 0; step < 6; ++step) {
+        std::vector<float> g(n, 0.0f);
+        host.for_each_parameter([&](const std::string&, auto value, auto) {
+            const std::size_t begin = static_cast<std::size_t>(value.data() - host.parameters());
+            for (std::size_t i = 0; i < decltype(value)::shape::numel; ++i) g[begin + i] = normal(rng) * grad_scale;
+        });
+        if (inject_inf && step == 3) g[70] = std::numeric_limits<float>::infinity();
+        set_gradients(host, g, false);
+        set_gradients(device, g, true);
+        host_opt.step();
+        device_opt.step();
+        const auto a = to_doubles(host.parameters(), n, false), b = to_doubles(device.parameters(), n, true);
+        double worst = 0;
+        for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / (1e-3 + std::abs(a[i])));
+        CHECK(worst < 1e-4);
+        const auto hs = host_opt.state(), ds = device_opt.state();
+        CHECK(hs.applied == ds.applied);
+        CHECK(hs.skipped == ds.skipped);
+        CHECK(hs.loss_scale == ds.loss_scale);
+        CHECK(ds.last_grad_norm == doctest::Approx(hs.last_grad_norm).epsilon(1e-4));
+    }
+    if (inject_inf) CHECK(device_opt.state().skipped == 1);
+}
+
+}  // namespace
+
+TEST_CASE("gpu trainer: the fused optimizer matches the host's")
+{
+    check_optimizer<fp32>(train::sgd{0.9f, 0.0f, 1e-3f, true}, 1.0f, false);
+    check_optimizer<fp32>(train::adamw{}, 1.0f, false);
+    check_optimizer<bf16_mixed>(train::lamb{}, 1.0f, false);
+    check_optimizer<fp16_mixed>(train::adamw{}, 65536.0f, true);
+}
+
+TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager steps")
+{
+    using P = fp16_mixed;
+    model_t<P, Device> eager_net(5), graph_net(5);
+    train::trainer eager(eager_net, train::adamw{}, train::constant_lr{1e-3f});
+    train::trainer graphed(graph_net, train::adamw{}, train::constant_lr{1e-3f});
+    graphed.capture();
+    Tensor<f16, Shape<32, 40>, Device> x;
+    Tensor<std::int32_t, Shape<32>, Device> labels, valid;
+    for (int step = 0; step < 8; ++step) {
+        {
+            stream_scope on(graphed.stream());
+            x = random_normal<Shape<32, 40>>(100 + step);
+            labels = cast<std::int32_t>(random_uniform<Shape<32>>(200 + step, 0, 0.0f, 9.99f));
+            valid = cast<std::int32_t>(random_uniform<Shape<32>>(300 + step, 0, 0.0f, 1.0f) < 0.9f);
+            graphed.stream().synchronize();
+        }
+        eager.step(x, labels, valid);
+        graphed.step(x, labels, valid);
+        eager.stream().synchronize();
+        graphed.stream().synchronize();
+        constexpr std::size_t n = model_t<P, Device>::flat_numel;
+        CHECK(to_doubles(eager_net.parameters(), n, true) == to_doubles(graph_net.parameters(), n, true));
+    }
+    CHECK(eager.state().applied == graphed.state().applied);
+    CHECK(eager.mean_loss() == graphed.mean_loss());
+}

@@ -1,0 +1,84 @@
+// Gradient checkpointing: a model whose segments are Checkpointed gives the
+// same outputs and parameter gradients as the same layers kept whole (fused
+// units, dropout and layernorm inside segments included), while the
+// compile-time activation byte count shows the saving.
+#include "tensor_testing.hpp"
+
+#include <tenet/nn/layers.hpp>
+
+#include <random>
+#include <ratio>
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+
+namespace {
+
+using f64_policy = training_precision<f64, f64, f64, f64>;
+using In = Shape<5, 6>;
+
+using plain = nn::Sequential<nn::Linear<6, 16>, nn::ReLU, nn::Linear<16, 16>, nn::GELU, nn::Linear<16, 16>,
+                             nn::Dropout<std::ratio<1, 4>>, nn::LayerNorm<16>, nn::Tanh, nn::Linear<16, 3>>;
+using checkpointed = nn::Sequential<nn::Checkpointed<nn::Linear<6, 16>, nn::ReLU, nn::Linear<16, 16>, nn::GELU>,
+                                    nn::Checkpointed<nn::Linear<16, 16>, nn::Dropout<std::ratio<1, 4>>, nn::LayerNorm<16>,
+                                                     nn::Tanh>,
+                                    nn::Linear<16, 3>>;
+
+template <class Spec, class P = f64_policy>
+using model_t = nn::model<Spec, P, In, Host>;
+
+template <class T, class S>
+Tensor<T, S, Host> random_tensor(std::uint64_t seed)
+{
+    Tensor<T, S, Host> t;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = convert<T>(normal(rng));
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("checkpointing: the same outputs and gradients as the model kept whole")
+{
+    model_t<plain> whole(17);
+    model_t<checkpointed> segmented(17);
+    static_assert(model_t<plain>::flat_numel == model_t<checkpointed>::flat_numel);
+    for (std::size_t i = 0; i < model_t<plain>::flat_numel; ++i)
+        REQUIRE(whole.parameters()[i] == segmented.parameters()[i]);  // same layout, same seed
+
+    const auto x = random_tensor<f64, In>(3);
+    const auto dy = random_tensor<f64, Shape<5, 3>>(4);
+    for (int step = 0; step < 3; ++step) {  // dropout masks change with the step
+        segmented.for_each_parameter([](const std::string&, auto, auto gradient) {  // poison (padding stays 0)
+            std::fill(gradient.data(), gradient.data() + decltype(gradient)::shape::numel, -777.0);
+        });
+        const auto& a = whole.forward(x);
+        const auto& b = segmented.forward(x);
+        for (std::size_t i = 0; i < 15; ++i) CHECK(b.data()[i] == doctest::Approx(a.data()[i]).epsilon(1e-12));
+        whole.backward(dy);
+        segmented.backward(dy);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < model_t<plain>::flat_numel; ++i) {
+            const double g = whole.gradients()[i], h = segmented.gradients()[i];
+            if (!(std::abs(g - h) <= 1e-12 * (1 + std::abs(g))) && bad++ < 4) MESSAGE(i << ": " << g << " vs " << h);
+        }
+        CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("checkpointing: activation bytes")
+{
+    using W = model_t<plain, fp32>;
+    using C = model_t<checkpointed, fp32>;
+    // Kept whole: 7 activations of 5x16 between layers. Checkpointed: only the
+    // two segment outputs, plus one arena for the largest segment's 3 inner
+    // activations (each rounded to 256 bytes), plus what layers save
+    // (LayerNorm's mean and rstd, and GELU's aux for the fused unit).
+    static_assert(W::recompute_bytes == 0);
+    static_assert(C::recompute_bytes == 3 * 512);
+    static_assert(C::activation_bytes < W::activation_bytes);
+    MESSAGE("activation bytes: whole " << W::activation_bytes << ", checkpointed " << C::activation_bytes);
+    CHECK(W::activation_bytes - C::activation_bytes > 0);
+}

@@ -1,0 +1,318 @@
+// The fused optimizer step on the host: SGD (momentum, Nesterov, weight
+// decay), AdamW and LAMB against float64 re-implementations of PyTorch's /
+// apex's formulas over several steps; master weights and storage rounding for
+// bf16; the loss-scaler state machine with injected inf and NaN; global-norm
+// clipping; the accumulation divisor; the LR schedule read from the step count.
+#include "tensor_testing.hpp"
+
+#include <tenet/nn/layers.hpp>
+#include <tenet/train/optimizer.hpp>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+namespace train = tenet::train;
+
+namespace {
+
+using spec = nn::Sequential<nn::Linear<5, 7>, nn::ReLU, nn::Linear<7, 3>>;
+using f64_policy = training_precision<f64, f64, f64, f64>;
+
+template <class P>
+using host_model = nn::model<spec, P, Shape<4, 5>, Host>;
+
+// (offset, numel) of every parameter.
+template <class M>
+std::vector<std::pair<std::size_t, std::size_t>> segments_of(M& m)
+{
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    m.for_each_parameter([&](const std::string&, auto value, auto) {
+        out.emplace_back(static_cast<std::size_t>(value.data() - m.parameters()), decltype(value)::shape::numel);
+    });
+    return out;
+}
+
+// Random gradients on the parameters (padding stays 0), scaled by `scale`.
+template <class M>
+std::vector<double> fill_gradients(M& m, std::uint64_t seed, double scale = 1.0)
+{
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<double> g(M::flat_numel, 0.0);
+    for (auto [begin, n] : segments_of(m))
+        for (std::size_t i = begin; i < begin + n; ++i) g[i] = normal(rng);
+    for (std::size_t i = 0; i < M::flat_numel; ++i) m.gradients()[i] = convert<typename M::gradient_type>(g[i] * scale);
+    return g;
+}
+
+template <class M>
+std::vector<double> parameters_of(M& m)
+{
+    std::vector<double> w(M::flat_numel);
+    for (std::size_t i = 0; i < M::flat_numel; ++i) w[i] = convert<f64>(m.parameters()[i]);
+    return w;
+}
+
+// float64 references, one parameter vector at a time (t is 1-based).
+struct sgd_reference {
+    double lr, momentum, dampening, decay;
+    bool nesterov;
+    std::vector<double> buf;
+    void step(std::vector<double>& w, std::vector<double> g, int t)
+    {
+        if (buf.empty()) buf.assign(w.size(), 0.0);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            g[i] += decay * w[i];
+            if (momentum != 0) {
+                buf[i] = t == 1 ? g[i] : momentum * buf[i] + (1 - dampening) * g[i];
+                g[i] = nesterov ? g[i] + momentum * buf[i] : buf[i];
+            }
+            w[i] -= lr * g[i];
+        }
+    }
+};
+
+struct adamw_reference {
+    double lr, b1, b2, eps, decay;
+    std::vector<double> m, v;
+    void step(std::vector<double>& w, const std::vector<double>& g, int t)
+    {
+        if (m.empty()) m.assign(w.size(), 0.0), v.assign(w.size(), 0.0);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            w[i] *= 1 - lr * decay;
+            m[i] = b1 * m[i] + (1 - b1) * g[i];
+            v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+            const double mhat = m[i] / (1 - std::pow(b1, t));
+            const double vhat = v[i] / (1 - std::pow(b2, t));
+            w[i] -= lr * mhat / (std::sqrt(vhat) + eps);
+        }
+    }
+};
+
+struct lamb_reference {
+    double lr, b1, b2, eps, decay;
+    std::vector<std::pair<std::size_t, std::size_t>> segments;
+    std::vector<double> m, v;
+    void step(std::vector<double>& w, const std::vector<double>& g, int t)
+    {
+        if (m.empty()) m.assign(w.size(), 0.0), v.assign(w.size(), 0.0);
+        for (auto [begin, n] : segments) {
+            std::vector<double> r(n);
+            double wn = 0, rn = 0;
+            for (std::size_t j = 0; j < n; ++j) {
+                const std::size_t i = begin + j;
+                m[i] = b1 * m[i] + (1 - b1) * g[i];
+                v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+                r[j] = (m[i] / (1 - std::pow(b1, t))) / (std::sqrt(v[i] / (1 - std::pow(b2, t))) + eps) + decay * w[i];
+                wn += w[i] * w[i];
+                rn += r[j] * r[j];
+            }
+            const double trust = wn > 0 && rn > 0 ? std::sqrt(wn) / std::sqrt(rn) : 1.0;
+            for (std::size_t j = 0; j < n; ++j) w[begin + j] -= lr * trust * r[j];
+        }
+    }
+};
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double tolerance)
+{
+    REQUIRE(got.size() == want.size());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        if (!(std::abs(got[i] - want[i]) <= tolerance * (1 + std::abs(want[i])))) {
+            if (bad++ < 5) MESSAGE("element " << i << ": got " << got[i] << " want " << want[i]);
+        }
+    CHECK(bad == 0);
+}
+
+// Runs `steps` fused steps and the reference side by side.
+template <class P, class Rule, class Reference>
+void compare_rule(Rule rule, Reference reference, int steps, double tolerance)
+{
+    host_model<P> m(7);
+    train::optimizer opt(m, rule, train::constant_lr{static_cast<float>(reference.lr)});
+    if constexpr (requires { reference.segments; }) reference.segments = segments_of(m);
+    std::vector<double> w = parameters_of(m);
+    for (int t = 1; t <= steps; ++t) {
+        const auto g = fill_gradients(m, 100 + t);
+        opt.step();
+        reference.step(w, g, t);
+        check_close(parameters_of(m), w, tolerance);
+    }
+    const auto s = opt.state();
+    CHECK(s.iteration == static_cast<std::uint64_t>(steps));
+    CHECK(s.applied == static_cast<std::uint64_t>(steps));
+    CHECK(s.skipped == 0);
+    CHECK(s.loss_scale == 1.0f);
+}
+
+}  // namespace
+
+TEST_CASE("optimizers: SGD matches torch.optim.SGD's formula")
+{
+    SUBCASE("plain") { compare_rule<f64_policy>(train::sgd{}, sgd_reference{0.125, 0, 0, 0, false, {}}, 4, 1e-12); }
+    SUBCASE("momentum, dampening, weight decay")
+    {
+        compare_rule<f64_policy>(train::sgd{0.9f, 0.1f, 0.01f, false}, sgd_reference{0.05, 0.9, 0.1, 0.01, false, {}}, 6,
+                                 1e-6);
+    }
+    SUBCASE("nesterov")
+    {
+        compare_rule<f64_policy>(train::sgd{0.9f, 0.0f, 0.001f, true}, sgd_reference{0.05, 0.9, 0, 0.001, true, {}}, 6,
+                                 1e-6);
+    }
+    SUBCASE("f32") { compare_rule<fp32>(train::sgd{0.9f}, sgd_reference{0.05, 0.9, 0, 0, false, {}}, 5, 1e-5); }
+}
+
+TEST_CASE("optimizers: AdamW matches torch.optim.AdamW's formula")
+{
+    SUBCASE("f64") { compare_rule<f64_policy>(train::adamw{}, adamw_reference{1e-2, 0.9, 0.999, 1e-8, 1e-2, {}, {}}, 6, 1e-6); }
+    SUBCASE("f32, strong decay")
+    {
+        compare_rule<fp32>(train::adamw{0.8f, 0.99f, 1e-6f, 0.3f}, adamw_reference{3e-2, 0.8, 0.99, 1e-6, 0.3, {}, {}}, 6, 1e-5);
+    }
+}
+
+TEST_CASE("optimizers: LAMB's per-tensor trust ratio")
+{
+    compare_rule<f64_policy>(train::lamb{}, lamb_reference{1e-2, 0.9, 0.999, 1e-6, 1e-2, {}, {}, {}}, 5, 1e-6);
+    compare_rule<fp32>(train::lamb{0.9f, 0.99f, 1e-6f, 0.1f}, lamb_reference{2e-2, 0.9, 0.99, 1e-6, 0.1, {}, {}, {}}, 5,
+                       1e-5);
+}
+
+TEST_CASE("optimizers: bf16 storage keeps f32 master weights and writes rounded parameters")
+{
+    host_model<bf16_mixed> m(3);
+    train::optimizer opt(m, train::adamw{}, train::constant_lr{1e-3f});
+    std::vector<double> w = parameters_of(m);  // the master starts as the bf16 parameters
+    adamw_reference reference{1e-3, 0.9, 0.999, 1e-8, 1e-2, {}, {}};
+    for (int t = 1; t <= 5; ++t) {
+        const auto g = fill_gradients(m, 40 + t);
+        opt.step();
+        reference.step(w, g, t);
+    }
+    std::vector<double> master(decltype(m)::flat_numel);
+    for (std::size_t i = 0; i < master.size(); ++i) master[i] = opt.master()[i];
+    check_close(master, w, 1e-5);
+    // Updates of 1e-3 are below a bf16 ulp for most weights: the master moved,
+    // and the parameters are exactly its rounding.
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < master.size(); ++i) {
+        CHECK(convert<f64>(m.parameters()[i]) == convert<f64>(convert<bf16>(opt.master()[i])));
+        moved += master[i] != convert<f64>(m.parameters()[i]);
+    }
+    CHECK(moved > decltype(m)::parameter_count / 2);
+    static_assert(decltype(opt)::state_bytes == 3 * decltype(m)::flat_numel * sizeof(f32));
+}
+
+TEST_CASE("optimizers: dynamic loss scaling skips non-finite steps and adjusts the scale")
+{
+    host_model<fp16_mixed> m(5);
+    train::optimizer_options options;
+    options.scaler.initial_scale = 1024.0f;
+    options.scaler.growth_interval = 3;
+    train::optimizer opt(m, train::sgd{}, train::constant_lr{0.1f}, options);
+    REQUIRE(opt.state().loss_scale == 1024.0f);
+    CHECK(opt.loss_scale().data()[0] == 1024.0f);
+
+    // Finite scaled gradients: the update uses g / scale.
+    std::vector<double> w = parameters_of(m);
+    std::vector<double> master(w);
+    auto g = fill_gradients(m, 1, 1024.0);
+    opt.step();
+    for (std::size_t i = 0; i < w.size(); ++i) master[i] -= 0.1 * g[i];
+    std::vector<double> got(w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) got[i] = opt.master()[i];
+    check_close(got, master, 1e-6);
+    auto s = opt.state();
+    CHECK(s.good_steps == 1);
+    CHECK(s.applied == 1);
+
+    for (const float poison : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN()}) {
+        CAPTURE(poison);
+        const float scale_before = opt.state().loss_scale;
+        fill_gradients(m, 2, scale_before);
+        m.gradients()[segments_of(m)[2].first + 3] = poison;
+        const std::vector<double> before = parameters_of(m);
+        std::vector<float> master_before(opt.master(), opt.master() + decltype(m)::flat_numel);
+        opt.step();
+        CHECK(parameters_of(m) == before);
+        CHECK(std::equal(master_before.begin(), master_before.end(), opt.master()));
+        s = opt.state();
+        CHECK(s.last_skipped == 1);
+        CHECK(s.loss_scale == scale_before * 0.5f);
+        CHECK(s.good_steps == 0);
+    }
+    CHECK(s.skipped == 3);
+    CHECK(s.applied == 1);
+    CHECK(s.iteration == 4);
+
+    // growth_interval finite steps in a row double the scale.
+    const float scale = s.loss_scale;
+    for (int i = 0; i < 3; ++i) {
+        fill_gradients(m, 10 + i, scale);
+        opt.step();
+    }
+    s = opt.state();
+    CHECK(s.loss_scale == scale * 2);
+    CHECK(s.good_steps == 0);
+    CHECK(s.applied == 4);
+    CHECK(s.last_skipped == 0);
+}
+
+TEST_CASE("optimizers: a policy without loss scaling keeps the scale at 1")
+{
+    host_model<bf16_mixed> m(5);
+    train::optimizer opt(m, train::sgd{}, train::constant_lr{0.1f});
+    fill_gradients(m, 1, 1000.0);
+    opt.step();
+    CHECK(opt.state().loss_scale == 1.0f);
+    CHECK(opt.state().applied == 1);
+    static_assert(!decltype(opt)::dynamic_loss_scaling);
+}
+
+TEST_CASE("optimizers: global-norm clipping and the accumulation divisor")
+{
+    host_model<f64_policy> m(9);
+    train::optimizer_options options;
+    options.clip_norm = 0.5f;
+    train::optimizer opt(m, train::sgd{}, train::constant_lr{1.0f}, options);
+    std::vector<double> w = parameters_of(m);
+    const auto g = fill_gradients(m, 3, 3.0);  // three micro-batches summed
+    opt.step(m.gradients(), 3.0f);
+    double norm = 0;
+    for (double x : g) norm += x * x;  // the mean gradient is g
+    norm = std::sqrt(norm);
+    REQUIRE(norm > 0.5);
+    const double clip = 0.5 / (norm + 1e-6);
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= clip * g[i];
+    check_close(parameters_of(m), w, 1e-6);
+    CHECK(opt.state().last_grad_norm == doctest::Approx(norm).epsilon(1e-5));
+
+    // Below the threshold nothing is clipped.
+    std::vector<double> w2 = parameters_of(m);
+    const auto small = fill_gradients(m, 4, 0.01);
+    opt.step();
+    for (std::size_t i = 0; i < w2.size(); ++i) w2[i] -= 0.01 * (small[i]);
+    check_close(parameters_of(m), w2, 1e-9);
+}
+
+TEST_CASE("optimizers: the LR schedule is evaluated from the step count")
+{
+    host_model<f64_policy> m(2);
+    train::optimizer opt(m, train::sgd{}, train::step_lr{0.5f, 2, 0.1f});
+    for (int t = 0; t < 5; ++t) {
+        std::vector<double> w = parameters_of(m);
+        const auto g = fill_gradients(m, 60 + t);
+        opt.step();
+        const double lr = 0.5 * std::pow(0.1, t / 2);
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] -= lr * g[i];
+        check_close(parameters_of(m), w, 1e-6);
+        CHECK(opt.state().last_lr == doctest::Approx(lr));
+    }
+}

@@ -1,0 +1,233 @@
+// The trainer on the host: a model learns a synthetic task; k micro-batches
+// give the same update as one batch k times as big; checkpoints round-trip
+// (parameters, master weights, optimizer and scaler state, step) and a
+// corrupted, truncated or mismatched file is rejected with the model unchanged.
+#include "tensor_testing.hpp"
+
+#include <tenet/nn/layers.hpp>
+#include <tenet/train/trainer.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+namespace train = tenet::train;
+
+namespace {
+
+constexpr std::size_t features = 12, classes = 4;
+using spec = nn::Sequential<nn::Linear<features, 32>, nn::ReLU, nn::Linear<32, classes>>;
+
+// A learnable task: the class is the argmax of a fixed random projection.
+struct task {
+    std::vector<float> x;
+    std::vector<std::int32_t> y;
+};
+
+task make_task(std::size_t n, std::uint64_t seed)
+{
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::mt19937_64 fixed(1234);  // the same projection for every split
+    std::vector<float> projection(features * classes);
+    for (auto& p : projection) p = normal(fixed);
+    task t{std::vector<float>(n * features), std::vector<std::int32_t>(n)};
+    for (std::size_t i = 0; i < n; ++i) {
+        float best = -1e30f;
+        for (std::size_t f = 0; f < features; ++f) t.x[i * features + f] = normal(rng);
+        for (std::size_t c = 0; c < classes; ++c) {
+            float z = 0;
+            for (std::size_t f = 0; f < features; ++f) z += projection[f * classes + c] * t.x[i * features + f];
+            if (z > best) best = z, t.y[i] = static_cast<std::int32_t>(c);
+        }
+    }
+    return t;
+}
+
+template <class T, std::size_t Batch>
+struct host_batch {
+    Tensor<T, Shape<Batch, features>, Host> x;
+    Tensor<std::int32_t, Shape<Batch>, Host> labels;
+    Tensor<std::int32_t, Shape<Batch>, Host> valid;
+
+    // Rows [first, first + Batch) of the task; rows past its end are padding.
+    void fill(const task& t, std::size_t first)
+    {
+        for (std::size_t r = 0; r < Batch; ++r) {
+            const std::size_t i = first + r;
+            const bool real = i < t.y.size();
+            for (std::size_t f = 0; f < features; ++f) x.data()[r * features + f] = convert<T>(real ? t.x[i * features + f] : 0.0f);
+            labels.data()[r] = real ? t.y[i] : 0;
+            valid.data()[r] = real ? 1 : 0;
+        }
+    }
+};
+
+template <class P, std::size_t Batch>
+using model_t = nn::model<spec, P, Shape<Batch, features>, Host>;
+
+template <class M>
+std::vector<double> parameters_of(M& m)
+{
+    std::vector<double> w(M::flat_numel);
+    for (std::size_t i = 0; i < M::flat_numel; ++i) w[i] = convert<f64>(m.parameters()[i]);
+    return w;
+}
+
+template <class Trainer, std::size_t Batch, class T>
+double test_accuracy(Trainer& t, const task& data, host_batch<T, Batch>& b)
+{
+    for (std::size_t first = 0; first < data.y.size(); first += Batch) {
+        b.fill(data, first);
+        t.evaluate(b.x, b.labels, b.valid);
+    }
+    return t.accuracy();
+}
+
+std::string temp_path(const char* name)
+{
+    return (std::filesystem::temp_directory_path() / (std::string("tenet_trainer_") + name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("trainer: an MLP learns a synthetic task (fp32, bf16, fp16 with loss scaling)")
+{
+    const task train_set = make_task(2048, 1), test_set = make_task(500, 2);
+    auto run = [&]<class P>(P, double want) {
+        model_t<P, 64> m(3);
+        train::trainer t(m, train::adamw{}, train::warmup_cosine_lr{3e-3f, 20, 300, 0.0f});
+        host_batch<typename P::storage, 64> b;
+        const double before = test_accuracy(t, test_set, b);
+        double first_loss = 0;
+        for (int epoch = 0; epoch < 9; ++epoch) {
+            for (std::size_t first = 0; first < train_set.y.size(); first += 64) {
+                b.fill(train_set, first);
+                t.step(b.x, b.labels, b.valid);
+            }
+            const double loss = t.mean_loss();
+            if (epoch == 0) first_loss = loss;
+        }
+        const double after = test_accuracy(t, test_set, b);
+        MESSAGE(std::string(tenet::detail::element_name<typename P::storage>) << ": accuracy " << before << " -> " << after);
+        CHECK(after > want);
+        CHECK(t.mean_loss() == 0.0);  // reset by the previous call, no steps since
+        CHECK(first_loss > 0.0);
+        const auto s = t.state();
+        CHECK(s.iteration == 9 * 32);
+        CHECK(s.applied + s.skipped == 9 * 32);
+        if constexpr (P::dynamic_loss_scaling) CHECK(s.loss_scale >= 1.0f);
+        else CHECK(s.loss_scale == 1.0f);
+    };
+    run(fp32{}, 0.9);
+    run(bf16_mixed{}, 0.9);
+    run(fp16_mixed{}, 0.9);
+}
+
+TEST_CASE("trainer: k micro-batches update like one batch k times as big")
+{
+    using P = training_precision<f64, f64, f64, f64>;
+    const task data = make_task(96, 5);
+    model_t<P, 24> big(11);
+    model_t<P, 8> small(11);
+    REQUIRE(parameters_of(big) == parameters_of(small));  // same seed, same parameters
+    // SGD: its update is linear in the gradient, so rounding differences in
+    // the sums stay at rounding size (Adam's g / sqrt(v) would magnify them
+    // where gradients are near zero).
+    train::trainer whole(big, train::sgd{0.9f}, train::constant_lr{0.25f});
+    train::trainer_options options;
+    options.accumulation_steps = 3;
+    train::trainer parts(small, train::sgd{0.9f}, train::constant_lr{0.25f}, options);
+    host_batch<f64, 24> b24;
+    host_batch<f64, 8> b8;
+    for (std::size_t first = 0; first < data.y.size(); first += 24) {
+        b24.fill(data, first);
+        whole.step(b24.x, b24.labels, b24.valid);
+        for (std::size_t part = 0; part < 3; ++part) {
+            b8.fill(data, first + part * 8);
+            parts.step(b8.x, b8.labels, b8.valid);
+            if (part < 2) CHECK(parts.state().iteration == first / 24);  // no update mid-way
+        }
+        const auto a = parameters_of(big), c = parameters_of(small);
+        double worst = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - c[i]));
+        CAPTURE(worst);
+        CHECK(worst < 1e-12);
+    }
+    CHECK(parts.state().applied == 4);
+    CHECK_THROWS_AS(train::trainer(small, train::adamw{}, train::constant_lr{1e-2f}, train::trainer_options{0, {}}),
+                    tenet::error);
+}
+
+TEST_CASE("trainer: checkpoints round-trip and bad files leave the model untouched")
+{
+    const task data = make_task(256, 7);
+    model_t<fp16_mixed, 32> m(5);
+    train::trainer t(m, train::adamw{}, train::constant_lr{1e-3f});
+    host_batch<f16, 32> b;
+    auto train_steps = [&](std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i) {
+            b.fill(data, (i * 32) % 256);
+            t.step(b.x, b.labels, b.valid);
+        }
+    };
+    train_steps(5);
+    const std::string path = temp_path("round_trip.ckpt");
+    t.save(path);
+    const auto saved_parameters = parameters_of(m);
+    const std::vector<float> saved_master(t.optimizer().master(), t.optimizer().master() + decltype(m)::flat_numel);
+    const auto saved_state = t.state();
+    const auto saved_step = m.step();
+
+    // Training on, then loading, returns to the saved point exactly; the same
+    // steps again give the same parameters as the first time.
+    train_steps(3);
+    const auto after_three = parameters_of(m);
+    REQUIRE(after_three != saved_parameters);
+    t.load(path);
+    CHECK(parameters_of(m) == saved_parameters);
+    CHECK(std::equal(saved_master.begin(), saved_master.end(), t.optimizer().master()));
+    CHECK(t.state().applied == saved_state.applied);
+    CHECK(t.state().loss_scale == saved_state.loss_scale);
+    CHECK(m.step() == saved_step);
+    train_steps(3);
+    CHECK(parameters_of(m) == after_three);
+
+    // Damaged files: nothing changes.
+    std::vector<char> good;
+    {
+        std::ifstream in(path, std::ios::binary);
+        good.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const auto current = parameters_of(m);
+    auto write = [&](const std::vector<char>& bytes) {
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    };
+    std::vector<char> flipped = good;
+    flipped[flipped.size() / 2] ^= 0x10;
+    write(flipped);
+    CHECK_THROWS_AS(t.load(path), tenet::format_error);
+    write(std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() - 7)));
+    CHECK_THROWS_AS(t.load(path), tenet::format_error);
+    CHECK(parameters_of(m) == current);
+
+    // Another model's (or another rule's) checkpoint is refused by signature.
+    write(good);
+    model_t<fp16_mixed, 32> twin(9);
+    train::trainer sgd_trainer(twin, train::sgd{0.9f}, train::constant_lr{1e-3f});
+    const auto twin_before = parameters_of(twin);
+    CHECK_THROWS_AS(sgd_trainer.load(path), tenet::format_error);
+    CHECK(parameters_of(twin) == twin_before);
+    nn::model<nn::Sequential<nn::Linear<features, 16>, nn::ReLU, nn::Linear<16, classes>>, fp16_mixed,
+              Shape<32, features>, Host>
+        narrower(1);
+    train::trainer other(narrower, train::adamw{}, train::constant_lr{1e-3f});
+    CHECK_THROWS_AS(other.load(path), tenet::format_error);
+    CHECK_THROWS_AS(t.load(temp_path("does_not_exist.ckpt")), tenet::io_error);
+    std::remove(path.c_str());
+}

@@ -3,8 +3,10 @@
 # conversions, the host elementwise chain (tenet, Eigen), its Python peers
 # (NumPy, jax.jit on CPU, in a venv), the device elementwise chain (tenet,
 # cub, cudaMemcpy), host matmul (tenet vs Eigen) and the device matmul
-# epilogues (fused vs GEMM + kernels); device parts print "skipped: no CUDA
-# device" without a GPU.
+# epilogues (fused vs GEMM + kernels), a training epoch on the host (tenet vs
+# PyTorch and JAX on the CPU) and a training step on the device (eager vs
+# CUDA Graph, vs PyTorch AMP); device parts print "skipped: no CUDA device"
+# without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
 tenet_install_packages python3 python3-venv
@@ -48,4 +50,32 @@ if "$venv/bin/python" -c "import torch" 2>/dev/null; then
     "$venv/bin/python" "$TENET_ROOT/bench/peers/row_ops_torch.py"
 else
     echo "skipped: PyTorch peer (torch is not installed in $venv; the GPU machine's own torch is used there)"
+fi
+
+# Training: one epoch of the Fashion-MNIST MLP on the host (tenet f32 and
+# bf16_mixed) against PyTorch (eager, torch.compile) and jax.jit (+optax) on the CPU.
+echo "== host training epoch: MLP 784-256-128-10, batch 256, AdamW ($(nproc) cores)"
+"$dir/bench/bench_host_train_epoch" | tee "$dir/train_epoch.jsonl"
+"$venv/bin/python" -c "import optax" 2>/dev/null ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check optax || echo "optax not installed: JAX uses its own AdamW"
+"$venv/bin/python" -c "import torch" 2>/dev/null ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check torch --index-url https://download.pytorch.org/whl/cpu ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check torch || echo "skipped: PyTorch could not be installed"
+for framework in torch jax; do
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_epoch.py" --framework "$framework" | tee -a "$dir/train_epoch.jsonl"
+done
+"$venv/bin/python" - "$dir/train_epoch.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
+tenet = next(r for r in rows if r["framework"] == "tenet" and r["mode"] == "host-f32")
+for r in rows:
+    print(f'{r["framework"]:>6} {r["mode"]:<16} {r["epoch_s"]:8.3f} s/epoch  tenet f32 is {r["epoch_s"] / tenet["epoch_s"]:5.2f}x as fast')
+PY
+
+echo "== device training step: eager vs CUDA Graph, batch 256"
+"$dir/bench/bench_device_train_step"
+if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_step_torch_gpu.py"
+else
+    echo "skipped: PyTorch GPU peer (no CUDA device for torch)"
 fi

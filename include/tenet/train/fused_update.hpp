@@ -94,31 +94,51 @@ inline constexpr bool needs_global_pass(float clip_norm)
     return Dynamic || Rule::layerwise || clip_norm > 0.0f;
 }
 
+// The rule's state of element i, loaded into registers and stored back.
+template <class Args, class T, std::size_t N>
+TENET_HD void load_slots(const Args& a, std::uint64_t i, T (&s)[N])
+{
+    TENET_UNROLL
+    for (std::size_t j = 0; j < N; ++j) s[j] = a.slots[j][i];
+}
+template <class Args, class T, std::size_t N>
+TENET_HD void store_slots(const Args& a, std::uint64_t i, const T (&s)[N])
+{
+    TENET_UNROLL
+    for (std::size_t j = 0; j < N; ++j) a.slots[j][i] = s[j];
+}
+
+// Writes the new master weight, and the storage weight rounded from it.
+template <class Args, class T>
+TENET_HD void store_weight(const Args& a, std::uint64_t i, T w)
+{
+    using Storage = std::remove_pointer_t<decltype(a.parameters)>;
+    a.master[i] = w;
+    if constexpr (!std::is_same_v<Storage, T>) a.parameters[i] = convert<Storage>(w);
+}
+
+template <class Args>
+inline constexpr std::size_t slot_count = std::extent_v<decltype(Args::slots)>;
+
 // One element of a non-layerwise rule.
 template <class Args, class T>
 TENET_HD void update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
 {
-    using Storage = std::remove_pointer_t<decltype(a.parameters)>;
-    T s[std::extent_v<decltype(a.slots)>];
-    TENET_UNROLL
-    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
+    T s[slot_count<Args>];
+    load_slots(a, i, s);
     const T w = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
-    TENET_UNROLL
-    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) a.slots[j][i] = s[j];
-    a.master[i] = w;
-    if constexpr (!std::is_same_v<Storage, T>) a.parameters[i] = convert<Storage>(w);
+    store_slots(a, i, s);
+    store_weight(a, i, w);
 }
 
 // Layerwise phase 1 for one element: advance the moments; return w and r.
 template <class Args, class T>
 TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, const auto& k, T& w, T& r)
 {
-    T s[std::extent_v<decltype(a.slots)>];
-    TENET_UNROLL
-    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
+    T s[slot_count<Args>];
+    load_slots(a, i, s);
     a.rule.accumulate(a.gradients[i] * multiplier, s);
-    TENET_UNROLL
-    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) a.slots[j][i] = s[j];
+    store_slots(a, i, s);
     w = a.master[i];
     r = a.rule.direction(w, s, k);
 }
@@ -127,13 +147,9 @@ TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, cons
 template <class Args, class T>
 TENET_HD void apply_element(const Args& a, std::uint64_t i, T lr_trust, const auto& k)
 {
-    using Storage = std::remove_pointer_t<decltype(a.parameters)>;
-    T s[std::extent_v<decltype(a.slots)>];
-    TENET_UNROLL
-    for (std::size_t j = 0; j < std::extent_v<decltype(a.slots)>; ++j) s[j] = a.slots[j][i];
-    const T w = a.master[i] - lr_trust * a.rule.direction(a.master[i], s, k);
-    a.master[i] = w;
-    if constexpr (!std::is_same_v<Storage, T>) a.parameters[i] = convert<Storage>(w);
+    T s[slot_count<Args>];
+    load_slots(a, i, s);
+    store_weight(a, i, a.master[i] - lr_trust * a.rule.direction(a.master[i], s, k));
 }
 
 // ---- host ----------------------------------------------------------------

@@ -11,7 +11,8 @@ target_compile_options(tenet_dev INTERFACE
 # g++ 12 at -O3 reports overlapping memcpy inside libstdc++'s "text" + string
 # (a false positive, GCC bug 105329); later versions do not.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(tenet_dev INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>)
+    target_compile_options(tenet_dev INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-restrict>
+                                               $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-restrict>)
 endif()
 if(TENET_SANITIZE)
     target_compile_options(tenet_dev INTERFACE -fsanitize=${TENET_SANITIZE} -fno-sanitize-recover=all

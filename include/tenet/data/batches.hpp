@@ -31,6 +31,7 @@
 #include "../memory/device.hpp"
 #include "../memory/stream.hpp"
 #include "../numeric/convert.hpp"
+#include "../profile/nvtx.hpp"
 #include "../tensor/view.hpp"
 #include "fashion_mnist.hpp"
 #include "shuffle.hpp"
@@ -175,6 +176,7 @@ public:
             TENET_CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), pipeline_->copied[s].get(), 0));
             if (handed_ + 1 < batches_per_epoch()) stage(handed_ + 1, 1 - s);
         } else {
+            profile::scoped_range range("data");
             fill(slots_[s].data(), handed_);
         }
         out.base_ = slots_[s].data();
@@ -224,6 +226,7 @@ private:
     // may read the slot's previous batch) is done.
     void stage(std::size_t b, std::size_t s)
     {
+        profile::scoped_range range("data transfer");
         auto& p = *pipeline_;
         TENET_CUDA_CHECK(cudaEventRecord(p.consumed[s].get(), compute_.get()));
         TENET_CUDA_CHECK(cudaEventSynchronize(p.copied[s].get()));  // the staging buffer's last copy has left

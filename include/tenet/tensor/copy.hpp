@@ -22,6 +22,17 @@ auto as_view(X& x)
     else return x;
 }
 
+// Raw bytes into memory of place To from memory of place From: one memcpy
+// when both are host memory, else one cudaMemcpyAsync on the stream.
+template <class To, class From>
+void copy_bytes(void* to, const void* from, std::size_t bytes, stream_ref stream)
+{
+    if constexpr (host_accessible_v<To> && host_accessible_v<From>)
+        std::memcpy(to, from, bytes);
+    else
+        TENET_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream.get()));
+}
+
 }  // namespace detail
 
 template <class Dst, class Src>
@@ -45,10 +56,7 @@ void copy(Dst&& destination, const Src& source, stream_ref stream = current_stre
         auto* to = dst.data() + D::layout::offset;
         const auto* from = src.data() + S::layout::offset;
         constexpr std::size_t bytes = D::shape::numel * sizeof(typename D::element_type);
-        if constexpr (host_accessible_v<typename D::place> && host_accessible_v<typename S::place>)
-            std::memcpy(to, from, bytes);
-        else
-            TENET_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream.get()));
+        detail::copy_bytes<typename D::place, typename S::place>(to, from, bytes, stream);
     } else {
         stream_scope on(stream);
         dst = src;

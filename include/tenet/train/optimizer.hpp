@@ -28,7 +28,6 @@
 #include "schedule.hpp"
 #include "sgd.hpp"
 
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -149,10 +148,10 @@ private:
         return make_view<Shape<N>, place>(data);
     }
 
+    // Between the model's place and host memory (either way: cudaMemcpyDefault).
     static void copy_raw(void* to, const void* from, std::size_t bytes)
     {
-        if constexpr (on_host) std::memcpy(to, from, bytes);
-        else TENET_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, current_stream().get()));
+        tenet::detail::copy_bytes<place, Host>(to, from, bytes, current_stream());
     }
 
     static buffer<detail::segment, place> collect_segments(Model& model)

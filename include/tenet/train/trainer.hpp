@@ -61,10 +61,10 @@ public:
         : model_(model), options_(checked(options)), optimizer_(model, rule, schedule, options.optimizer),
           accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
     {
+        current_stream().synchronize();  // the model and the optimizer are ready for stream_
+        stream_scope on(stream_);
         assign(loss_sum_.view(), 0);
-        assign(correct_.view(), 0);
-        assign(rows_.view(), 0);
-        current_stream().synchronize();  // the model and these are ready for stream_
+        clear_metrics();
     }
 
     // The buffers are freed on the stream that allocated them: finish this one's work first.
@@ -295,24 +295,16 @@ private:
     checkpoint_section section(std::string name, const T* data, std::size_t count) const
     {
         std::vector<std::byte> out(count * sizeof(T));
-        if constexpr (on_host) {
-            std::memcpy(out.data(), data, out.size());
-        } else {
-            TENET_CUDA_CHECK(cudaMemcpyAsync(out.data(), data, out.size(), cudaMemcpyDefault, stream_.get()));
-            stream_.synchronize();
-        }
+        tenet::detail::copy_bytes<Host, place>(out.data(), data, out.size(), stream_);
+        stream_.synchronize();
         return {std::move(name), std::move(out)};
     }
 
     template <class T>
     void upload(T* to, const checkpoint_section& from) const
     {
-        if constexpr (on_host) {
-            std::memcpy(to, from.bytes.data(), from.bytes.size());
-        } else {
-            TENET_CUDA_CHECK(cudaMemcpyAsync(to, from.bytes.data(), from.bytes.size(), cudaMemcpyDefault, stream_.get()));
-            stream_.synchronize();
-        }
+        tenet::detail::copy_bytes<place, Host>(to, from.bytes.data(), from.bytes.size(), stream_);
+        stream_.synchronize();  // from is the caller's
     }
 
     template <std::size_t... N>

@@ -72,6 +72,12 @@ for r in rows:
     print(f'{r["framework"]:>6} {r["mode"]:<16} {r["epoch_s"]:8.3f} s/epoch  tenet f32 is {r["epoch_s"] / tenet["epoch_s"]:5.2f}x as fast')
 PY
 
+echo "== host int8 GEMM vs Eigen f32, 256x784x256 ($(nproc) cores)"
+"$dir/bench/bench_host_int8_gemm"
+
+echo "== host inference: the fp32 MLP vs its int8 form (PTQ), Fashion-MNIST test set ($(nproc) cores)"
+"$dir/bench/bench_host_int8_inference"
+
 echo "== device training step: eager vs CUDA Graph, batch 256"
 "$dir/bench/bench_device_train_step"
 if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then

@@ -7,15 +7,26 @@
 //
 //   fashion_mnist [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N]
 //                 [--data DIR] [--seed S] [--host] [--eager] [--min-accuracy A]
-//                 [--save PATH]
+//                 [--save PATH] [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
+//                 [--calibration-batches N] [--qat-epochs N]
+//
+// --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
+// model into int8 models: post-training quantization (activation ranges from
+// --calibration-batches training batches, seen by --observer
+// minmax|percentile|mse; weights per output channel), and quantization-aware
+// training (--qat-epochs of fine-tuning with fake quantization, observers
+// frozen half-way), each converted to an int8 model (int8 GEMMs, one fused
+// epilogue per layer) and tested.
 //
 // Prints a progress bar per epoch, a table (policy, test accuracy, train
-// time, samples/s) and, as its last line, one JSON object with the same
-// figures. With --min-accuracy it exits 1 when any policy falls below it.
+// time, samples/s, model bytes) and, as its last line, one JSON object with
+// the same figures. With --min-accuracy it exits 1 when any result falls below it.
 #include <tenet/tenet.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -27,6 +38,7 @@ namespace {
 
 constexpr std::size_t batch = 256;
 using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
+using input_shape = Shape<batch, 784>;
 
 struct options {
     std::string policy = "all";
@@ -38,6 +50,10 @@ struct options {
     bool eager = false;
     double min_accuracy = 0.0;
     std::string save;
+    std::string quantize;  // "", ptq, qat or all
+    std::string observer = "mse";
+    std::size_t calibration_batches = 32;
+    std::size_t qat_epochs = 1;
 };
 
 struct result {
@@ -45,13 +61,16 @@ struct result {
     double accuracy = 0;
     double train_seconds = 0;
     double samples_per_second = 0;
+    std::size_t model_bytes = 0;
 };
 
 [[noreturn]] void usage(const std::string& why)
 {
     std::cerr << "fashion_mnist: " << why << "\n"
               << "usage: fashion_mnist [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N] [--data DIR]\n"
-              << "                     [--seed S] [--host] [--eager] [--min-accuracy A] [--save PATH]\n";
+              << "                     [--seed S] [--host] [--eager] [--min-accuracy A] [--save PATH]\n"
+              << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
+              << "                     [--calibration-batches N] [--qat-epochs N]\n";
     std::exit(2);
 }
 
@@ -73,61 +92,182 @@ options parse(int argc, char** argv)
         else if (arg == "--eager") o.eager = true;
         else if (arg == "--min-accuracy") o.min_accuracy = std::stod(value());
         else if (arg == "--save") o.save = value();
+        else if (arg == "--quantize") o.quantize = value();
+        else if (arg == "--observer") o.observer = value();
+        else if (arg == "--calibration-batches") o.calibration_batches = std::stoul(value());
+        else if (arg == "--qat-epochs") o.qat_epochs = std::stoul(value());
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
         usage("--policy must be fp32, bf16, fp16 or all");
     if (o.epochs == 0) usage("--epochs must be at least 1");
+    if (!o.quantize.empty() && o.quantize != "ptq" && o.quantize != "qat" && o.quantize != "all")
+        usage("--quantize must be ptq, qat or all");
+    if (!o.quantize.empty() && o.policy != "fp32" && o.policy != "all")
+        usage("--quantize quantizes the fp32 model: use --policy fp32 or all");
+    if (o.observer != "minmax" && o.observer != "percentile" && o.observer != "mse")
+        usage("--observer must be minmax, percentile or mse");
+    if (o.calibration_batches == 0 || o.qat_epochs == 0) usage("--calibration-batches and --qat-epochs must be at least 1");
     return o;
 }
 
-template <class P, class Place>
-result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o)
-{
-    using storage = typename P::storage;
-    using model_t = nn::model<mlp, P, Shape<batch, 784>, Place>;
-    model_t net(o.seed);
-    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
-    const auto total_steps = static_cast<std::uint64_t>(steps_per_epoch * o.epochs);
-    train::trainer trainer(net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-4f},
-                           train::warmup_cosine_lr{2e-3f, steps_per_epoch, total_steps, 0.0f});
-    if (!o.eager) trainer.capture();
-    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
-    typename decltype(train_batches)::batch b;
+template <class Place>
+using loader_t = data::batch_loader<f32, batch, 784, Place>;
 
-    double train_seconds = 0;
-    for (std::size_t epoch = 0; epoch < o.epochs; ++epoch) {
-        profile::progress_bar bar(std::cout, name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(o.epochs),
+// Epochs of training with a progress bar each; returns the seconds spent.
+template <class Trainer, class Loader>
+double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, std::size_t epochs,
+                    std::size_t total_samples, const options& o, std::uint64_t first_epoch = 0,
+                    const std::function<void(std::size_t step)>& each_step = {})
+{
+    typename Loader::batch b;
+    const std::size_t steps_per_epoch = batches.batches_per_epoch();
+    double seconds = 0;
+    for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
+        profile::progress_bar bar(std::cout, name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
                                   steps_per_epoch);
         profile::host_timer timer;
-        train_batches.start_epoch(o.seed, epoch);
+        batches.start_epoch(o.seed, first_epoch + epoch);
         std::size_t done = 0;
         double loss = 0;
-        while (train_batches.next(b)) {
+        while (batches.next(b)) {
             trainer.step(b.x(), b.labels(), b.valid());
+            if (each_step) each_step(epoch * steps_per_epoch + done);
             if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
                 loss = trainer.mean_loss();
                 bar.update(done, loss, static_cast<double>(done * batch) / timer.seconds());
             }
         }
         loss = trainer.mean_loss();
-        const double seconds = timer.seconds();
-        train_seconds += seconds;
-        bar.finish(loss, static_cast<double>(set.train.count) / seconds);
+        seconds += timer.seconds();
+        bar.finish(loss, static_cast<double>(total_samples) / timer.seconds());
     }
+    return seconds;
+}
+
+template <class Trainer, class Loader>
+double test_accuracy(Trainer& trainer, Loader& test_batches)
+{
+    typename Loader::batch b;
     test_batches.start_epoch(0, 0, /*shuffle=*/false);
     while (test_batches.next(b)) trainer.evaluate(b.x(), b.labels(), b.valid());
+    return trainer.accuracy();
+}
+
+template <class Model>
+train::trainer<Model, train::adamw, train::warmup_cosine_lr> make_trainer(Model& net, std::size_t steps_per_epoch,
+                                                                           std::size_t epochs, float lr)
+{
+    const auto total_steps = static_cast<std::uint64_t>(steps_per_epoch * epochs);
+    return train::trainer<Model, train::adamw, train::warmup_cosine_lr>(
+        net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-4f},
+        train::warmup_cosine_lr{lr, std::min<std::uint64_t>(steps_per_epoch, total_steps / 4), total_steps, 0.0f});
+}
+
+template <class P, class Place>
+result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o,
+                    nn::model<mlp, P, input_shape, Place>& net)
+{
+    using storage = typename P::storage;
+    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
+    auto trainer = make_trainer(net, steps_per_epoch, o.epochs, 2e-3f);
+    if (!o.eager) trainer.capture();
+    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
+    data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
+    const double train_seconds = train_epochs(trainer, train_batches, name, o.epochs, set.train.count, o);
+    const double accuracy = test_accuracy(trainer, test_batches);
     if (!o.save.empty()) trainer.save(o.save + "." + name);
-    return {name, trainer.accuracy(), train_seconds,
-            static_cast<double>(set.train.count * o.epochs) / train_seconds};
+    return {name, accuracy, train_seconds, static_cast<double>(set.train.count * o.epochs) / train_seconds,
+            nn::model<mlp, P, input_shape, Place>::parameter_bytes};
+}
+
+template <class P, class Place>
+result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o)
+{
+    nn::model<mlp, P, input_shape, Place> net(o.seed);
+    return train_policy(name, set, o, net);
+}
+
+// Test accuracy of an int8 model: logits back on the host, argmax vs label.
+template <class Int8, class Place>
+double int8_accuracy(Int8& q, loader_t<Place>& test_batches)
+{
+    typename loader_t<Place>::batch b;
+    Tensor<f32, Shape<batch, 10>, Host> logits;
+    Tensor<std::int32_t, Shape<batch>, Host> labels;
+    std::size_t right = 0, seen = 0;
+    test_batches.start_epoch(0, 0, /*shuffle=*/false);
+    while (test_batches.next(b)) {
+        copy(logits, q.forward(b.x()));
+        copy(labels, b.labels());
+        current_stream().synchronize();
+        for (std::size_t r = 0; r < b.rows(); ++r) {
+            const float* row = logits.data() + r * 10;
+            right += std::max_element(row, row + 10) - row == labels.data()[r];
+        }
+        seen += b.rows();
+    }
+    return static_cast<double>(right) / static_cast<double>(seen);
+}
+
+// Post-training quantization of the trained model with observer Observer.
+template <class Observer, class Place>
+result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained)
+{
+    profile::host_timer timer;
+    nn::model<mlp, quant::qat<fp32, Observer>, input_shape, Place> calibrated;
+    quant::copy_parameters(calibrated, trained);
+    quant::prepare_calibration(calibrated);
+    loader_t<Place> train_batches(set.train, data::normalize_pixels{});
+    typename loader_t<Place>::batch b;
+    train_batches.start_epoch(o.seed, 1000);
+    for (std::size_t i = 0; i < o.calibration_batches && train_batches.next(b); ++i) calibrated.forward(b.x());
+    quant::int8_model<mlp, input_shape, Place> q(calibrated);
+    const double seconds = timer.seconds();
+    loader_t<Place> test_batches(set.test, data::normalize_pixels{});
+    return {"int8_ptq_" + o.observer, int8_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes};
+}
+
+template <class Place>
+result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained)
+{
+    if (o.observer == "minmax") return post_training_int8<quant::min_max_observer<>>(set, o, trained);
+    if (o.observer == "percentile") return post_training_int8<quant::percentile_observer>(set, o, trained);
+    return post_training_int8<quant::mse_observer>(set, o, trained);
+}
+
+// Quantization-aware fine-tuning of the trained model, then int8.
+template <class Place>
+result quantization_aware_int8(const data::mnist_dataset& set, const options& o,
+                               const nn::model<mlp, fp32, input_shape, Place>& trained)
+{
+    nn::model<mlp, quant::qat<fp32>, input_shape, Place> net;
+    quant::copy_parameters(net, trained);
+    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
+    auto trainer = make_trainer(net, steps_per_epoch, o.qat_epochs, 2e-4f);
+    loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
+    const std::size_t freeze_at = steps_per_epoch * o.qat_epochs / 2;
+    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, o.epochs,
+                                        [&](std::size_t step) {
+                                            if (step + 1 == freeze_at) quant::freeze_observers(net);
+                                        });
+    net.eval();
+    quant::int8_model<mlp, input_shape, Place> q(net);
+    loader_t<Place> test_batches(set.test, data::normalize_pixels{});
+    return {"int8_qat", int8_accuracy(q, test_batches), seconds,
+            static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes};
 }
 
 template <class Place>
 std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
 {
     std::vector<result> out;
-    if (o.policy == "fp32" || o.policy == "all") out.push_back(train_policy<fp32, Place>("fp32", set, o));
+    if (o.policy == "fp32" || o.policy == "all") {
+        nn::model<mlp, fp32, input_shape, Place> net(o.seed);
+        out.push_back(train_policy("fp32", set, o, net));
+        if (o.quantize == "ptq" || o.quantize == "all") out.push_back(post_training_int8(set, o, net));
+        if (o.quantize == "qat" || o.quantize == "all") out.push_back(quantization_aware_int8(set, o, net));
+    }
     if (o.policy == "bf16" || o.policy == "all") out.push_back(train_policy<bf16_mixed, Place>("bf16_mixed", set, o));
     if (o.policy == "fp16" || o.policy == "all") out.push_back(train_policy<fp16_mixed, Place>("fp16_mixed", set, o));
     return out;
@@ -151,18 +291,19 @@ int main(int argc, char** argv)
 #endif
         if (where == "host") results = train_all<Host>(set, o);
 
-        std::printf("\n%-12s %14s %14s %14s\n", "policy", "test accuracy", "train time s", "samples/s");
+        std::printf("\n%-18s %14s %14s %14s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
+                    "model bytes");
         std::ostringstream json;
         json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"epochs\":" << o.epochs
              << ",\"train_samples\":" << set.train.count << ",\"batch\":" << batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];
-            std::printf("%-12s %14.4f %14.1f %14.0f\n", r.policy.c_str(), r.accuracy, r.train_seconds,
-                        r.samples_per_second);
+            std::printf("%-18s %14.4f %14.1f %14.0f %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
+                        r.samples_per_second, r.model_bytes);
             json << (i ? "," : "") << "{\"policy\":\"" << r.policy << "\",\"test_accuracy\":" << r.accuracy
                  << ",\"train_seconds\":" << r.train_seconds << ",\"samples_per_second\":" << r.samples_per_second
-                 << "}";
+                 << ",\"model_bytes\":" << r.model_bytes << "}";
             ok = ok && r.accuracy >= o.min_accuracy;
         }
         json << "]}";

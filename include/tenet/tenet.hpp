@@ -42,4 +42,5 @@
 #include "nn/row_ops.hpp"
 #include "profile/profile.hpp"
 #include "train/train.hpp"
+#include "quant/quant.hpp"
 #include "data/data.hpp"

@@ -17,6 +17,9 @@
 // pointers and enqueues cublasLtMatmul on the current stream: no allocation,
 // no synchronisation, so it can be captured into a CUDA Graph.
 //
+// int8 (linalg/int8_gemm.hpp) goes through the same plans: i8 inputs,
+// CUBLAS_COMPUTE_32I, i32 alpha / beta and an i32 result (IMMA).
+//
 // A combination cuBLASLt has no algorithm for (say, an f32 bias vector with
 // a bf16 result on some architecture) is reported as unsupported, and the
 // caller falls back to a plain GEMM plus one fused elementwise pass.
@@ -118,22 +121,27 @@ constexpr cudaDataType_t cuda_type()
     else if constexpr (std::is_same_v<T, f64>) return CUDA_R_64F;
     else if constexpr (std::is_same_v<T, f16>) return CUDA_R_16F;
     else if constexpr (std::is_same_v<T, bf16>) return CUDA_R_16BF;
+    else if constexpr (std::is_same_v<T, i8>) return CUDA_R_8I;
+    else if constexpr (std::is_same_v<T, i32>) return CUDA_R_32I;
     else static_assert(sizeof(T) == 0, "tenet: internal: no cuBLASLt type for this element");
 }
 
 // Compute type per precision: 16-bit inputs on tensor cores with f32 sums;
-// f32 in f32 unless the policy asked for TF32; f64 in f64.
+// f32 in f32 unless the policy asked for TF32; f64 in f64; i8 in i32.
 template <class Problem>
 constexpr cublasComputeType_t lt_compute_type()
 {
     using T = typename Problem::input_type;
     if constexpr (std::is_same_v<typename Problem::accumulate_type, f64>) return CUBLAS_COMPUTE_64F;
+    else if constexpr (std::is_same_v<typename Problem::accumulate_type, i32>) return CUBLAS_COMPUTE_32I;
     else if constexpr (std::is_same_v<T, f32> && Problem::math == matmul_math::tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
     else return CUBLAS_COMPUTE_32F;
 }
 
+// alpha and beta: in the accumulate type (f32 for 16-bit inputs).
 template <class Problem>
-using lt_scale_t = std::conditional_t<std::is_same_v<typename Problem::accumulate_type, f64>, double, float>;
+using lt_scale_t = std::conditional_t<std::is_same_v<typename Problem::accumulate_type, f64>, double,
+                                      std::conditional_t<std::is_same_v<typename Problem::accumulate_type, i32>, i32, float>>;
 
 // The pointers of one call, in tenet's (row-major) roles.
 struct lt_pointers {
@@ -292,7 +300,7 @@ void lt_plan::build(cublasLtHandle_t handle, unsigned alignment, const lt_pointe
     using T = typename Problem::input_type;
     using TD = typename Problem::output_type;
     constexpr gemm_dims g = Problem::dims;
-    constexpr cudaDataType_t scale = std::is_same_v<lt_scale_t<Problem>, double> ? CUDA_R_64F : CUDA_R_32F;
+    constexpr cudaDataType_t scale = cuda_type<lt_scale_t<Problem>>();
     check_cublas(cublasLtMatmulDescCreate(&desc_, lt_compute_type<Problem>(), scale), "cublasLtMatmulDescCreate");
 
     // cuBLASLt's A is tenet's B: [k, n] row-major is [n, k] column-major (no

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "../autodiff/autodiff.hpp"
+#include "../linalg/activation.hpp"
 #include "layer.hpp"
 
 namespace tenet::nn {
@@ -64,6 +65,23 @@ struct activation_spec {
     using output_shape = S;
     template <precision_policy P, class S, class Place>
     using layer = activation_layer<P, S, Place, Op>;
+};
+
+// The elementwise functor of a fusable activation (for layers that apply it
+// themselves rather than in a cuBLASLt epilogue).
+template <linalg::activation Act>
+struct activation_functor;
+template <>
+struct activation_functor<linalg::activation::relu> {
+    using type = ops::relu;
+};
+template <>
+struct activation_functor<linalg::activation::gelu> {
+    using type = ops::gelu;
+};
+template <>
+struct activation_functor<linalg::activation::gelu_tanh> {
+    using type = ops::gelu_tanh;
 };
 
 }  // namespace detail

@@ -124,14 +124,30 @@ private:
     const storage* input_ = nullptr;
 };
 
+// A precision policy may bring its own Linear (fake-quantized for QAT, fp8
+// GEMMs): it names it P::linear_layer<P, S, Place, In, Out, Act>. Such a layer
+// applies its activation itself (wants_preactivation_gradient is false).
+template <class P, class S, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
+struct linear_layer_for {
+    using type = linear_layer<P, S, Place, In, Out, Act>;
+};
+template <class P, class S, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
+    requires requires { typename P::template linear_layer<P, S, Place, In, Out, Act>; }
+struct linear_layer_for<P, S, Place, In, Out, Act> {
+    using type = typename P::template linear_layer<P, S, Place, In, Out, Act>;
+};
+
 // Linear followed by an activation, fused (Sequential forms these).
 template <std::size_t In, std::size_t Out, linalg::activation Act>
 struct linear_unit {
+    static constexpr std::size_t in_features = In, out_features = Out;
+    static constexpr linalg::activation activation = Act;
+
     template <class S>
     using output_shape = typename linear_output<In, Out, S>::type;
 
     template <precision_policy P, class S, class Place>
-    using layer = linear_layer<P, S, Place, In, Out, Act>;
+    using layer = typename linear_layer_for<P, S, Place, In, Out, Act>::type;
 };
 
 }  // namespace detail

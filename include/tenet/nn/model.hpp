@@ -107,6 +107,15 @@ public:
         layer_.for_each_parameter(f, "");
     }
 
+    // f(layer) for every leaf layer (Linear, activation, ...), in order: how
+    // quant/ reaches its observers.
+    template <class F>
+    void for_each_layer(F&& f)
+    {
+        if constexpr (requires { layer_.for_each_layer(f); }) layer_.for_each_layer(f);
+        else f(layer_);
+    }
+
     layer_type& layers() { return layer_; }
 
 private:

@@ -165,7 +165,21 @@ public:
         (std::get<I>(children_).for_each_parameter(f, prefix + std::to_string(U::index) + "."), ...);
     }
 
+    // f(layer) for every leaf layer (nested Sequentials are walked), in order.
+    template <class F>
+    void for_each_layer(F&& f)
+    {
+        (visit_layer(std::get<I>(children_), f), ...);
+    }
+
 private:
+    template <class L, class F>
+    static void visit_layer(L& layer, F& f)
+    {
+        if constexpr (requires { layer.for_each_layer(f); }) layer.for_each_layer(f);
+        else f(layer);
+    }
+
     static between_tuple make_betweens([[maybe_unused]] std::byte* arena)
     {
         if constexpr (Recompute) {

@@ -1,0 +1,93 @@
+// Quantization-aware training and calibration as a precision policy:
+// quant::qat<Base, Observer> is the training policy Base (fp32, bf16_mixed,
+// ...) whose Linear layers fake-quantize their input and weights
+// (fake_quant_linear.hpp); Observer watches each Linear's input (default:
+// PyTorch's moving-average min-max). The model spec does not change, and the
+// flat parameter buffers are laid out as under Base, so a trained model's
+// parameters copy straight in:
+//
+//   nn::model<mlp, fp32, In> trained;  ... train ...
+//   nn::model<mlp, quant::qat<fp32>, In> q;
+//   quant::copy_parameters(q, trained);
+//   ... fine-tune q with train::trainer; quant::freeze_observers(q) part-way ...
+//   quant::int8_model<mlp, In> int8(q);          // int8_model.hpp
+//
+// Post-training quantization uses the same layers with fake quantization off:
+// quant::prepare_calibration(q) makes each Linear a plain Linear that
+// observes, and forwards of calibration batches set the ranges.
+#pragma once
+
+#include "../nn/model.hpp"
+#include "../tensor/copy.hpp"
+#include "fake_quant_linear.hpp"
+
+#include <type_traits>
+
+namespace tenet::quant {
+
+template <training_policy Base, class Observer = moving_average_observer<per_tensor>>
+struct qat : Base {
+    using input_observer = Observer;
+    template <class P, class S, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
+    using linear_layer = fake_quant_linear_layer<P, S, Place, In, Out, Act>;
+};
+
+namespace detail {
+
+template <class L>
+inline constexpr bool is_fake_quant_linear = requires(L& l) { l.enable_fake_quant(true); };
+
+template <class Model, class F>
+void for_each_fake_quant_linear(Model& model, F&& f)
+{
+    model.for_each_layer([&](auto& layer) {
+        if constexpr (is_fake_quant_linear<std::remove_cvref_t<decltype(layer)>>) f(layer);
+    });
+}
+
+}  // namespace detail
+
+// Observers stop updating: the ranges (and so the scales) stay as they are.
+template <class Model>
+void freeze_observers(Model& model)
+{
+    detail::for_each_fake_quant_linear(model, [](auto& l) { l.enable_observers(false); });
+}
+
+template <class Model>
+void enable_observers(Model& model, bool on = true)
+{
+    detail::for_each_fake_quant_linear(model, [on](auto& l) { l.enable_observers(on); });
+}
+
+template <class Model>
+void enable_fake_quant(Model& model, bool on = true)
+{
+    detail::for_each_fake_quant_linear(model, [on](auto& l) { l.enable_fake_quant(on); });
+}
+
+// Calibration for post-training quantization: observers on, fake quantization
+// off, evaluation mode (no dropout).
+template <class Model>
+void prepare_calibration(Model& model)
+{
+    enable_observers(model, true);
+    enable_fake_quant(model, false);
+    model.eval();
+}
+
+// Copies every parameter of `from` into `to`: the same spec under two
+// policies with the same storage type (a trained model into its QAT twin).
+template <class To, class From>
+void copy_parameters(To& to, const From& from)
+{
+    static_assert(std::is_same_v<typename To::storage_type, typename From::storage_type> &&
+                      To::flat_numel == From::flat_numel,
+                  "tenet: quant::copy_parameters: the models must hold the same parameters in the same storage "
+                  "type (the same spec under policies with one storage type)");
+    constexpr std::size_t n = To::flat_numel;
+    copy(make_view<Shape<n>, typename To::place>(to.parameters()),
+         make_view<Shape<n>, typename From::place>(from.parameters()));
+}
+
+}  // namespace tenet::quant

@@ -1,0 +1,85 @@
+// Quantized models on the device against the same models on the host: a
+// calibrated MLP converted to int8 gives the host's int32 accumulators bit
+// for bit and the same logits, and a QAT step (fake-quantized forward,
+// straight-through backward) gives the host's gradients.
+#include "device_testing.hpp"
+
+#include <tenet/quant/int8_model.hpp>
+
+#include <vector>
+
+using namespace tenet;
+namespace nn = tenet::nn;
+namespace quant = tenet::quant;
+
+namespace {
+
+// 30 hidden units: the int8 model pads them to 32 (IMMA's multiple of 4).
+using spec = nn::Sequential<nn::Linear<64, 30>, nn::ReLU, nn::Linear<30, 10>>;
+using input = Shape<128, 64>;
+template <class Place>
+using qat_model = nn::model<spec, quant::qat<fp32>, input, Place>;
+
+Tensor<f32, input, Host> random_input(std::uint64_t seed)
+{
+    Tensor<f32, input, Host> t;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (std::size_t i = 0; i < input::numel; ++i) t.data()[i] = normal(rng);
+    return t;
+}
+
+template <class T, class S>
+double largest_difference(const Tensor<T, S, Host>& a, const Tensor<T, S, Host>& b)
+{
+    double worst = 0;
+    for (std::size_t i = 0; i < S::numel; ++i)
+        worst = std::max(worst, std::fabs(convert<f64>(a.data()[i]) - convert<f64>(b.data()[i])));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("int8 model on the device: IMMA accumulators and logits equal the host's")
+{
+    qat_model<Host> host(5);
+    qat_model<Device> device(5);
+    quant::prepare_calibration(host);
+    quant::prepare_calibration(device);
+    for (std::uint64_t batch = 0; batch < 3; ++batch) {
+        const auto x = random_input(100 + batch);
+        host.forward(x);
+        device.forward(testing::to_device(x));
+    }
+    quant::int8_model<spec, input, Host> qh(host);
+    quant::int8_model<spec, input, Device> qd(device);
+    const auto x = random_input(200);
+    const auto& yh = qh.forward(x);
+    const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
+    const auto& acc_h = qh.unit<1>().accumulators();
+    const auto acc_d = testing::to_host(qd.unit<1>().accumulators());
+    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
+    CHECK(largest_difference(yh, yd) < 1e-5);
+}
+
+TEST_CASE("qat step on the device: fake-quantized forward and straight-through gradients equal the host's")
+{
+    qat_model<Host> host(9);
+    qat_model<Device> device(9);
+    const auto x = random_input(300);
+    Tensor<f32, Shape<128, 10>, Host> dy;
+    std::mt19937_64 rng(301);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (std::size_t i = 0; i < dy.numel; ++i) dy.data()[i] = normal(rng);
+    const auto& yh = host.forward(x);
+    const auto yd = testing::to_host(device.forward(testing::to_device(x)));
+    CHECK(largest_difference(yh, yd) < 1e-4);
+    host.backward(dy);
+    device.backward(testing::to_device(dy));
+    constexpr std::size_t n = qat_model<Host>::flat_numel;
+    std::vector<f32> gd(n);
+    TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(gd[i]) - host.gradients()[i]));
+    CHECK(worst < 1e-3);
+}

@@ -4,7 +4,7 @@
 #   cuda  nvcc for sm_80 and sm_90: every test compiled as CUDA, gpu tests (skipped
 #         with a message when there is no GPU), PTX checks, compile-fail under nvcc,
 #         add_subdirectory consumer
-#   asan  g++ with -fsanitize=address,undefined at -O1: the host tests (autodiff.cpp aside)
+#   asan  g++ with -fsanitize=address,undefined at -O1: the host tests (autodiff.cpp and quant_fp8.cpp aside)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tenet_require_cuda
 tenet_install_packages

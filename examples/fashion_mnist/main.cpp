@@ -291,7 +291,7 @@ int main(int argc, char** argv)
 #endif
         if (where == "host") results = train_all<Host>(set, o);
 
-        std::printf("\n%-18s %14s %14s %14s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
+        std::printf("\n%-20s %14s %14s %14s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
                     "model bytes");
         std::ostringstream json;
         json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"epochs\":" << o.epochs
@@ -299,7 +299,7 @@ int main(int argc, char** argv)
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];
-            std::printf("%-18s %14.4f %14.1f %14.0f %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
+            std::printf("%-20s %14.4f %14.1f %14.0f %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
                         r.samples_per_second, r.model_bytes);
             json << (i ? "," : "") << "{\"policy\":\"" << r.policy << "\",\"test_accuracy\":" << r.accuracy
                  << ",\"train_seconds\":" << r.train_seconds << ",\"samples_per_second\":" << r.samples_per_second

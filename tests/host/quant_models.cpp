@@ -3,6 +3,7 @@
 // post-training quantization of a trained MLP into an int8 model (accuracy,
 // agreement with the fake-quantized model, exact int32 accumulators, byte
 // counts), and QAT fine-tuning with observers frozen part-way.
+#include "synthetic_task.hpp"
 #include "tensor_testing.hpp"
 
 #include <tenet/nn/layers.hpp>
@@ -26,46 +27,10 @@ constexpr std::size_t features = 12, hidden = 30, classes = 4, batch = 64;
 using spec = nn::Sequential<nn::Linear<features, hidden>, nn::ReLU, nn::Linear<hidden, classes>>;
 using input = Shape<batch, features>;
 
-struct task {
-    std::vector<float> x;
-    std::vector<std::int32_t> y;
-};
+using testing::task;
+using host_batch = testing::task_batch<f32, batch, features>;
 
-// The class is the argmax of a fixed random projection.
-task make_task(std::size_t n, std::uint64_t seed)
-{
-    std::mt19937_64 rng(seed), fixed(1234);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> projection(features * classes);
-    for (auto& p : projection) p = normal(fixed);
-    task t{std::vector<float>(n * features), std::vector<std::int32_t>(n)};
-    for (std::size_t i = 0; i < n; ++i) {
-        float best = -1e30f;
-        for (std::size_t f = 0; f < features; ++f) t.x[i * features + f] = normal(rng);
-        for (std::size_t c = 0; c < classes; ++c) {
-            float z = 0;
-            for (std::size_t f = 0; f < features; ++f) z += projection[f * classes + c] * t.x[i * features + f];
-            if (z > best) best = z, t.y[i] = static_cast<std::int32_t>(c);
-        }
-    }
-    return t;
-}
-
-struct host_batch {
-    Tensor<f32, input, Host> x;
-    Tensor<std::int32_t, Shape<batch>, Host> labels, valid;
-
-    void fill(const task& t, std::size_t first)
-    {
-        for (std::size_t r = 0; r < batch; ++r) {
-            const std::size_t i = first + r;
-            const bool real = i < t.y.size();
-            for (std::size_t f = 0; f < features; ++f) x.data()[r * features + f] = real ? t.x[i * features + f] : 0.0f;
-            labels.data()[r] = real ? t.y[i] : 0;
-            valid.data()[r] = real ? 1 : 0;
-        }
-    }
-};
+task make_task(std::size_t n, std::uint64_t seed) { return testing::make_task(n, features, classes, seed); }
 
 template <class Trainer>
 void train_epoch(Trainer& t, const task& data, host_batch& b)

@@ -2,6 +2,7 @@
 // give the same update as one batch k times as big; checkpoints round-trip
 // (parameters, master weights, optimizer and scaler state, step) and a
 // corrupted, truncated or mismatched file is rejected with the model unchanged.
+#include "synthetic_task.hpp"
 #include "tensor_testing.hpp"
 
 #include <tenet/nn/layers.hpp>
@@ -22,50 +23,11 @@ namespace {
 constexpr std::size_t features = 12, classes = 4;
 using spec = nn::Sequential<nn::Linear<features, 32>, nn::ReLU, nn::Linear<32, classes>>;
 
-// A learnable task: the class is the argmax of a fixed random projection.
-struct task {
-    std::vector<float> x;
-    std::vector<std::int32_t> y;
-};
-
-task make_task(std::size_t n, std::uint64_t seed)
-{
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::mt19937_64 fixed(1234);  // the same projection for every split
-    std::vector<float> projection(features * classes);
-    for (auto& p : projection) p = normal(fixed);
-    task t{std::vector<float>(n * features), std::vector<std::int32_t>(n)};
-    for (std::size_t i = 0; i < n; ++i) {
-        float best = -1e30f;
-        for (std::size_t f = 0; f < features; ++f) t.x[i * features + f] = normal(rng);
-        for (std::size_t c = 0; c < classes; ++c) {
-            float z = 0;
-            for (std::size_t f = 0; f < features; ++f) z += projection[f * classes + c] * t.x[i * features + f];
-            if (z > best) best = z, t.y[i] = static_cast<std::int32_t>(c);
-        }
-    }
-    return t;
-}
-
+using testing::task;
 template <class T, std::size_t Batch>
-struct host_batch {
-    Tensor<T, Shape<Batch, features>, Host> x;
-    Tensor<std::int32_t, Shape<Batch>, Host> labels;
-    Tensor<std::int32_t, Shape<Batch>, Host> valid;
+using host_batch = testing::task_batch<T, Batch, features>;
 
-    // Rows [first, first + Batch) of the task; rows past its end are padding.
-    void fill(const task& t, std::size_t first)
-    {
-        for (std::size_t r = 0; r < Batch; ++r) {
-            const std::size_t i = first + r;
-            const bool real = i < t.y.size();
-            for (std::size_t f = 0; f < features; ++f) x.data()[r * features + f] = convert<T>(real ? t.x[i * features + f] : 0.0f);
-            labels.data()[r] = real ? t.y[i] : 0;
-            valid.data()[r] = real ? 1 : 0;
-        }
-    }
-};
+task make_task(std::size_t n, std::uint64_t seed) { return testing::make_task(n, features, classes, seed); }
 
 template <class P, std::size_t Batch>
 using model_t = nn::model<spec, P, Shape<Batch, features>, Host>;

@@ -3,7 +3,7 @@
 // weights, one row per output feature), before dequantization.
 //
 // All three are contiguous row-major tensors or views in one place.
-//   host    an exact int32 loop: OpenMP over rows, four outputs per pass,
+//   host    an exact int32 loop: OpenMP over blocks of four output columns,
 //           the operands widened to i16 once (vectorised multiply-add pairs).
 //   device  cuBLASLt IMMA on the current stream. tenet's row-major x w^T is
 //           cuBLASLt's column-major acc^T[N, M] = op(A) op(B) with A = w (a
@@ -115,19 +115,25 @@ void dot4(i32* out, const std::int16_t* row, const std::int16_t* w)
     out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
 }
 
+// Threads split the output columns four at a time: each widens its four
+// weight rows once and runs them against every (already widened) x row.
 template <std::size_t M, std::size_t N, std::size_t K>
 void host_int8_gemm(i32* acc, const i8* x, const i8* w)
 {
-    const std::vector<std::int16_t> xs(x, x + M * K), ws(w, w + N * K);
-    TENET_OMP_PARALLEL_FOR_IF(M > 1 && M * N * K >= (std::size_t{1} << 18))
-    for (std::size_t m = 0; m < M; ++m) {
-        const std::int16_t* row = xs.data() + m * K;
-        std::size_t n = 0;
-        for (; n + 4 <= N; n += 4) dot4<K>(acc + m * N + n, row, ws.data() + n * K);
-        for (; n < N; ++n) {
-            i32 sum = 0;
-            for (std::size_t k = 0; k < K; ++k) sum += i32{row[k]} * ws[n * K + k];
-            acc[m * N + n] = sum;
+    [[maybe_unused]] constexpr bool parallel = M * N * K >= (std::size_t{1} << 18);
+    std::vector<std::int16_t> xs(M * K);
+    TENET_OMP_PARALLEL_FOR_IF(parallel)
+    for (std::size_t i = 0; i < M * K; ++i) xs[i] = x[i];
+    constexpr std::size_t blocks = (N + 3) / 4;
+    TENET_OMP_PARALLEL_FOR_IF(parallel && blocks > 1)
+    for (std::size_t block = 0; block < blocks; ++block) {
+        const std::size_t n0 = block * 4, rows = N - n0 < 4 ? N - n0 : 4;
+        std::vector<std::int16_t> ws(4 * K, 0);  // missing rows of the last block stay 0
+        for (std::size_t i = 0; i < rows * K; ++i) ws[i] = w[n0 * K + i];
+        i32 sums[4];
+        for (std::size_t m = 0; m < M; ++m) {
+            dot4<K>(sums, xs.data() + m * K, ws.data());
+            for (std::size_t r = 0; r < rows; ++r) acc[m * N + n0 + r] = sums[r];
         }
     }
 }

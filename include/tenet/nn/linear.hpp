@@ -36,10 +36,50 @@ struct linear_output {
     using type = with_last_extent_t<S, Out>;
 };
 
+// A Linear's parameters: W [Out, In], then b [Out], taken from the model's
+// flat buffers in that order with a random stream each, and drawn as
+// PyTorch's nn.Linear draws them (U(-1/sqrt(In), 1/sqrt(In)) for both). Every
+// Linear-like layer (plain, fake-quantized, fp8) holds them, so a spec's
+// parameter layout is the same under every precision policy.
+template <class Storage, class Gradient, class Place, std::size_t In, std::size_t Out>
+struct linear_parameters {
+    using weight_views = decltype(std::declval<parameter_slice<Storage, Gradient>&>().template take<Shape<Out, In>, Place>());
+    using bias_views = decltype(std::declval<parameter_slice<Storage, Gradient>&>().template take<Shape<Out>, Place>());
+    static constexpr std::size_t count = Out * In + Out;
+    static constexpr std::size_t numel = padded_numel<Storage>(Out * In) + padded_numel<Storage>(Out);
+
+    template <class Slice>
+    explicit linear_parameters(Slice& parameters)
+        : weight(parameters.template take<Shape<Out, In>, Place>()),
+          bias(parameters.template take<Shape<Out>, Place>()),
+          weight_stream(parameters.next_stream()),
+          bias_stream(parameters.next_stream())
+    {
+    }
+
+    void initialize(std::uint64_t seed)
+    {
+        fan_in_uniform<In>(weight.first, {seed, weight_stream});
+        fan_in_uniform<In>(bias.first, {seed, bias_stream});
+    }
+
+    template <class F>
+    void for_each(F& f, const std::string& prefix)
+    {
+        f(prefix + "weight", weight.first, weight.second);
+        f(prefix + "bias", bias.first, bias.second);
+    }
+
+    weight_views weight;  // (value, gradient) views
+    bias_views bias;
+    std::uint64_t weight_stream, bias_stream;
+};
+
 template <precision_policy P, class InShape, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
 class linear_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
+    using parameters_type = linear_parameters<storage, gradient, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;
     using aux_type = linalg::aux_tensor_t<Act, storage, y_matrix, Place>;
@@ -52,25 +92,21 @@ public:
     // (and the bias gradient): see the file comment.
     static constexpr bool wants_preactivation_gradient = has_aux;
     static constexpr linalg::activation activation = Act;
-    static constexpr std::size_t parameter_count = Out * In + Out;
-    static constexpr std::size_t parameter_numel = padded_numel<storage>(Out * In) + padded_numel<storage>(Out);
+    static constexpr std::size_t parameter_count = parameters_type::count;
+    static constexpr std::size_t parameter_numel = parameters_type::numel;
     static constexpr std::size_t activation_bytes = has_aux ? sizeof(typename aux_type::element_type) * aux_type::numel : 0;
     static constexpr std::size_t activation_gradient_bytes = 0;
 
     template <class Slice>
     explicit linear_layer(Slice& parameters)
-        : weight_(parameters.template take<Shape<Out, In>, Place>()),
-          bias_(parameters.template take<Shape<Out>, Place>()),
-          weight_stream_(parameters.next_stream()),
-          bias_stream_(parameters.next_stream())
+        : params_(parameters)
     {
     }
 
     // PyTorch's default for nn.Linear: U(-1/sqrt(In), 1/sqrt(In)) for both.
     void initialize(std::uint64_t seed)
     {
-        fan_in_uniform<In>(weight_.first, {seed, weight_stream_});
-        fan_in_uniform<In>(bias_.first, {seed, bias_stream_});
+        params_.initialize(seed);
     }
 
     template <class X, class Y>
@@ -79,8 +115,8 @@ public:
         check_input_element<storage, X>();
         const auto xm = contiguous_as<x_matrix>(x);
         input_ = xm.data();
-        if constexpr (has_aux) linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), aux_, xm, weight_.first, bias_.first);
-        else linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), xm, weight_.first, bias_.first);
+        if constexpr (has_aux) linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), aux_, xm, params_.weight.first, params_.bias.first);
+        else linalg::linear_forward<Act>(contiguous_as<y_matrix>(y), xm, params_.weight.first, params_.bias.first);
     }
 
     // dy is the gradient of the output, or of the pre-activation for a fused
@@ -90,36 +126,31 @@ public:
     {
         const auto dz = contiguous_as<y_matrix>(dy);
         const auto x = make_view<x_matrix, Place>(input_);
-        if constexpr (has_aux) linalg::linear_backward_weights(weight_.second, dz, x);
-        else linalg::linear_backward_weights(weight_.second, bias_.second, dz, x);
+        if constexpr (has_aux) linalg::linear_backward_weights(params_.weight.second, dz, x);
+        else linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, x);
         if constexpr (!is_no_input_gradient<DX>) {
             const auto dxm = contiguous_as<x_matrix>(dx);
             if constexpr (Prev::wants_preactivation_gradient)
-                linalg::linear_backward_input_act<Prev::activation>(dxm, prev.bias_gradient(), dz, weight_.first,
+                linalg::linear_backward_input_act<Prev::activation>(dxm, prev.bias_gradient(), dz, params_.weight.first,
                                                                    prev.aux());
-            else linalg::linear_backward_input(dxm, dz, weight_.first);
+            else linalg::linear_backward_input(dxm, dz, params_.weight.first);
         }
     }
 
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        f(prefix + "weight", weight_.first, weight_.second);
-        f(prefix + "bias", bias_.first, bias_.second);
+        params_.for_each(f, prefix);
     }
 
     // For the layer after a fused unit.
-    auto bias_gradient() const { return bias_.second; }
+    auto bias_gradient() const { return params_.bias.second; }
     const aux_type& aux() const requires has_aux { return aux_; }
 
 private:
-    using weight_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<Out, In>, Place>());
-    using bias_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<Out>, Place>());
     struct no_aux {};
 
-    weight_views weight_;
-    bias_views bias_;
-    std::uint64_t weight_stream_, bias_stream_;
+    parameters_type params_;
     [[no_unique_address]] std::conditional_t<has_aux, aux_type, no_aux> aux_;
     const storage* input_ = nullptr;
 };

@@ -36,6 +36,7 @@ template <precision_policy P, class InShape, class Place, std::size_t In, std::s
 class fake_quant_linear_layer {
     using storage = typename P::storage;
     using gradient_element = nn::gradient_t<P>;
+    using parameters_type = nn::detail::linear_parameters<storage, gradient_element, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;
     using observer_type = typename P::input_observer;
@@ -53,9 +54,8 @@ public:
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr linalg::activation activation = Act;
     static constexpr std::size_t in_features = In, out_features = Out;
-    static constexpr std::size_t parameter_count = Out * In + Out;
-    static constexpr std::size_t parameter_numel =
-        nn::padded_numel<storage>(Out * In) + nn::padded_numel<storage>(Out);
+    static constexpr std::size_t parameter_count = parameters_type::count;
+    static constexpr std::size_t parameter_numel = parameters_type::numel;
     // xq, wq, and with an activation its input z and the gradient dz.
     static constexpr std::size_t activation_bytes =
         (x_matrix::numel + Out * In + 2 * z_tensor::numel) * sizeof(storage);
@@ -63,18 +63,14 @@ public:
 
     template <class Slice>
     explicit fake_quant_linear_layer(Slice& parameters)
-        : weight_(parameters.template take<Shape<Out, In>, Place>()),
-          bias_(parameters.template take<Shape<Out>, Place>()),
-          weight_stream_(parameters.next_stream()),
-          bias_stream_(parameters.next_stream())
+        : params_(parameters)
     {
     }
 
     // PyTorch's default for nn.Linear, as nn::Linear.
     void initialize(std::uint64_t seed)
     {
-        nn::fan_in_uniform<In>(weight_.first, {seed, weight_stream_});
-        nn::fan_in_uniform<In>(bias_.first, {seed, bias_stream_});
+        params_.initialize(seed);
     }
 
     template <class X, class Y>
@@ -90,10 +86,10 @@ public:
                         "observed anything");
         const auto [xo, wo] = operands(x);
         if constexpr (has_act) {
-            linalg::linear_forward(z_.view(), xo, wo, bias_.first);
+            linalg::linear_forward(z_.view(), xo, wo, params_.bias.first);
             assign(y, tenet::detail::make_map(op{}, z_.view()));
         } else {
-            linalg::linear_forward(y, xo, wo, bias_.first);
+            linalg::linear_forward(y, xo, wo, params_.bias.first);
         }
     }
 
@@ -111,8 +107,8 @@ public:
                 return dy;
             }
         }();
-        linalg::linear_backward_weights(weight_.second, bias_.second, dz, xo);
-        if (fake_quant_) assign(weight_.second, where(weight_mask(), weight_.second, 0));
+        linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, xo);
+        if (fake_quant_) assign(params_.weight.second, where(weight_mask(), params_.weight.second, 0));
         if constexpr (!nn::is_no_input_gradient<DX>) {
             const auto dx = nn::detail::contiguous_as<x_matrix>(dx_in);
             linalg::linear_backward_input(dx, dz, wo);
@@ -123,8 +119,7 @@ public:
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        f(prefix + "weight", weight_.first, weight_.second);
-        f(prefix + "bias", bias_.first, bias_.second);
+        params_.for_each(f, prefix);
     }
 
     // Observers on (the default) or frozen; fake quantization on (the
@@ -141,25 +136,21 @@ public:
         if (!input_params_) throw error("tenet: quant: this Linear has observed no input yet (calibrate it first)");
         return *input_params_;
     }
-    auto weight() const { return weight_.first; }
-    auto bias() const { return bias_.first; }
+    auto weight() const { return params_.weight.first; }
+    auto bias() const { return params_.bias.first; }
     // Per output channel, shape [Out, 1] (symmetric: the zero points are 0).
     auto weight_scale() const { return weight_scale_.view(); }
 
 private:
     using op = typename nn::detail::activation_functor<has_act ? Act : linalg::activation::relu>::type;
-    using weight_views =
-        decltype(std::declval<nn::parameter_slice<storage, gradient_element>&>().template take<Shape<Out, In>, Place>());
-    using bias_views =
-        decltype(std::declval<nn::parameter_slice<storage, gradient_element>&>().template take<Shape<Out>, Place>());
 
     template <class XV>
     void observe(const XV& x)
     {
         observer_.observe(x);
         input_params_ = observer_.params().at(0);
-        assign(weight_min_.view(), tenet::min<1>(weight_.first, keepdims));
-        assign(weight_max_.view(), tenet::max<1>(weight_.first, keepdims));
+        assign(weight_min_.view(), tenet::min<1>(params_.weight.first, keepdims));
+        assign(weight_max_.view(), tenet::max<1>(params_.weight.first, keepdims));
         assign(weight_scale_.view(),
                tenet::detail::make_map(scale_from_range{weight_scheme}, weight_min_.view(), weight_max_.view()));
     }
@@ -170,7 +161,7 @@ private:
     {
         if (fake_quant_) {
             assign(xq_.view(), fake_quantize(x, input_params_->scale, input_params_->zero_point, activation_scheme));
-            assign(wq_.view(), fake_quantize(weight_.first, weight_scale_.view(), 0, weight_scheme));
+            assign(wq_.view(), fake_quantize(params_.weight.first, weight_scale_.view(), 0, weight_scheme));
         }
         return operands_saved(x);
     }
@@ -181,7 +172,7 @@ private:
         using wv = decltype(std::as_const(wq_).view());
         if (fake_quant_) return std::pair<xv, wv>{std::as_const(xq_).view(), std::as_const(wq_).view()};
         return std::pair<xv, wv>{make_view<x_matrix, Place>(static_cast<const storage*>(x.data())),
-                                 make_view<Shape<Out, In>, Place>(static_cast<const storage*>(weight_.first.data()))};
+                                 make_view<Shape<Out, In>, Place>(static_cast<const storage*>(params_.weight.first.data()))};
     }
 
     template <class XV>
@@ -189,11 +180,9 @@ private:
     {
         return fake_quantize_mask(x, input_params_->scale, input_params_->zero_point, activation_scheme);
     }
-    auto weight_mask() const { return fake_quantize_mask(weight_.first, weight_scale_.view(), 0, weight_scheme); }
+    auto weight_mask() const { return fake_quantize_mask(params_.weight.first, weight_scale_.view(), 0, weight_scheme); }
 
-    weight_views weight_;
-    bias_views bias_;
-    std::uint64_t weight_stream_, bias_stream_;
+    parameters_type params_;
     observer_type observer_{activation_scheme};
     std::optional<affine> input_params_;
     Tensor<f32, Shape<Out, 1>, Place> weight_min_, weight_max_, weight_scale_;

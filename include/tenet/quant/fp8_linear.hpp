@@ -32,6 +32,7 @@ template <class P, class InShape, class Place, std::size_t In, std::size_t Out, 
 class fp8_linear_layer {
     using storage = typename P::storage;
     using gradient_type = nn::gradient_t<P>;
+    using parameters_type = nn::detail::linear_parameters<storage, gradient_type, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using w_shape = Shape<Out, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;
@@ -45,8 +46,8 @@ public:
     using output_shape = nn::detail::with_last_extent_t<InShape, Out>;
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr linalg::activation activation = Act;
-    static constexpr std::size_t parameter_count = Out * In + Out;
-    static constexpr std::size_t parameter_numel = nn::padded_numel<storage>(Out * In) + nn::padded_numel<storage>(Out);
+    static constexpr std::size_t parameter_count = parameters_type::count;
+    static constexpr std::size_t parameter_numel = parameters_type::numel;
     // Dequantized x and W (kept for the backward), z, the dequantized
     // gradient, and the three scaling states.
     static constexpr std::size_t activation_bytes =
@@ -56,10 +57,7 @@ public:
 
     template <class Slice>
     explicit fp8_linear_layer(Slice& parameters)
-        : weight_(parameters.template take<w_shape, Place>()),
-          bias_(parameters.template take<Shape<Out>, Place>()),
-          weight_stream_(parameters.next_stream()),
-          bias_stream_(parameters.next_stream()),
+        : params_(parameters),
           x_scaling_(P::margin),
           weight_scaling_(P::margin),
           gradient_scaling_(P::margin)
@@ -69,8 +67,7 @@ public:
     // PyTorch's default for nn.Linear, as Linear draws it.
     void initialize(std::uint64_t seed)
     {
-        nn::fan_in_uniform<In>(weight_.first, {seed, weight_stream_});
-        nn::fan_in_uniform<In>(bias_.first, {seed, bias_stream_});
+        params_.initialize(seed);
     }
 
     template <class X, class Y>
@@ -78,13 +75,13 @@ public:
     {
         nn::detail::check_input_element<storage, X>();
         quantize_dequantize(x_, nn::detail::contiguous_as<x_matrix>(x), x_scaling_, step.training);
-        quantize_dequantize(w_, weight_.first, weight_scaling_, step.training);
+        quantize_dequantize(w_, params_.weight.first, weight_scaling_, step.training);
         const auto ym = nn::detail::contiguous_as<y_matrix>(y);
         if constexpr (has_activation) {
-            linalg::linear_forward(z_, x_, w_, bias_.first);
+            linalg::linear_forward(z_, x_, w_, params_.bias.first);
             assign(ym, tenet::detail::make_map(op<Act>{}, z_.view()));
         } else {
-            linalg::linear_forward(ym, x_, w_, bias_.first);
+            linalg::linear_forward(ym, x_, w_, params_.bias.first);
         }
     }
 
@@ -96,16 +93,15 @@ public:
                       "(a plain Linear unit mixed into an fp8 model)");
         const auto dz = preactivation_gradient(nn::detail::contiguous_as<y_matrix>(dy));
         quantize_dequantize(g_, dz, gradient_scaling_, true);
-        assign(bias_.second, sum<0>(dz));
-        linalg::linear_backward_weights(weight_.second, g_, x_);
+        assign(params_.bias.second, sum<0>(dz));
+        linalg::linear_backward_weights(params_.weight.second, g_, x_);
         if constexpr (!nn::is_no_input_gradient<DX>) linalg::linear_backward_input(nn::detail::contiguous_as<x_matrix>(dx), g_, w_);
     }
 
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        f(prefix + "weight", weight_.first, weight_.second);
-        f(prefix + "bias", bias_.first, bias_.second);
+        params_.for_each(f, prefix);
     }
 
     const forward_scaling& input_scaling() const { return x_scaling_; }
@@ -115,8 +111,6 @@ public:
 private:
     template <linalg::activation A>
     using op = typename nn::detail::activation_functor<A>::type;
-    using weight_views = decltype(std::declval<nn::parameter_slice<storage, gradient_type>&>().template take<w_shape, Place>());
-    using bias_views = decltype(std::declval<nn::parameter_slice<storage, gradient_type>&>().template take<Shape<Out>, Place>());
 
     // dst = dq(fp8(src * scale)); a training step records src's amax and
     // moves the scale on for the next step.
@@ -136,9 +130,7 @@ private:
         else return dy;
     }
 
-    weight_views weight_;
-    bias_views bias_;
-    std::uint64_t weight_stream_, bias_stream_;
+    parameters_type params_;
     forward_scaling x_scaling_, weight_scaling_;
     backward_scaling gradient_scaling_;
     Tensor<f32, x_matrix, Place> x_;  // dq(e4m3(x sx))

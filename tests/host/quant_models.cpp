@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <random>
+#include <ratio>
 #include <vector>
 
 using namespace tenet;
@@ -88,6 +89,21 @@ auto gradients_of(M& m)
 }
 
 }  // namespace
+
+// The units an int8 model folds a spec into: an activation joins the Linear
+// before it (past Dropout, the identity at inference), nested Sequentials open.
+namespace units_check {
+using quant::detail::unit_spec;
+using act = linalg::activation;
+using nested = nn::Sequential<nn::Linear<4, 8>, nn::Dropout<std::ratio<1, 2>>, nn::ReLU,
+                              nn::Sequential<nn::Linear<8, 6>, nn::GELU, nn::Linear<6, 4>>, nn::GELUTanh>;
+static_assert(std::is_same_v<quant::detail::units_of<nested>,
+                             nn::detail::type_list<unit_spec<4, 8, act::relu>, unit_spec<8, 6, act::gelu>,
+                                                   unit_spec<6, 4, act::gelu_tanh>>>);
+static_assert(std::is_same_v<quant::detail::units_of<spec>,
+                             nn::detail::type_list<unit_spec<features, hidden, act::relu>,
+                                                   unit_spec<hidden, classes, act::none>>>);
+}  // namespace units_check
 
 TEST_CASE("qat: fake-quantized Linears forward, and the clipped straight-through estimator backward")
 {

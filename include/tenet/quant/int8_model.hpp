@@ -38,6 +38,11 @@ template <std::size_t K, std::size_t N, linalg::activation Act>
 struct unit_spec {
     static constexpr std::size_t in = K, out = N;
     static constexpr linalg::activation activation = Act;
+    static constexpr bool takes_activation = Act == linalg::activation::none;
+};
+// No unit started yet.
+struct no_unit {
+    static constexpr bool takes_activation = false;
 };
 
 template <class S>
@@ -81,23 +86,18 @@ struct leaves<nn::Checkpointed<L...>> : leaves_of_units<typename nn::Sequential<
 // Linear joins it, Dropout vanishes.
 template <class Done, class Pending, class Rest>
 struct fold;
-template <class... D>
-struct fold<type_list<D...>, void, type_list<>> {
-    using type = type_list<D...>;
-};
 template <class... D, class P>
 struct fold<type_list<D...>, P, type_list<>> {
-    using type = type_list<D..., P>;
+    using type = std::conditional_t<std::is_same_v<P, no_unit>, type_list<D...>, type_list<D..., P>>;
 };
 template <class... D, class P, class S, class... Rest>
 struct fold<type_list<D...>, P, type_list<S, Rest...>> {
     static constexpr bool linear = requires { S::in_features; S::out_features; S::activation; };
-    static constexpr bool activation = requires { S::fusable; };
-    static constexpr bool joins = activation && !std::is_void_v<P> && [] {
-        if constexpr (requires { P::activation; }) return P::activation == linalg::activation::none;
+    static constexpr bool joins = P::takes_activation && [] {
+        if constexpr (requires { S::fusable; }) return S::fusable != linalg::activation::none;
         else return false;
-    }() && S::fusable != linalg::activation::none;
-    using committed = std::conditional_t<std::is_void_v<P>, type_list<D...>, type_list<D..., P>>;
+    }();
+    using committed = typename fold<type_list<D...>, P, type_list<>>::type;
     static auto next()
     {
         if constexpr (linear)
@@ -116,7 +116,7 @@ struct fold<type_list<D...>, P, type_list<S, Rest...>> {
 };
 
 template <class Spec>
-using units_of = typename fold<type_list<>, void, typename leaves<Spec>::type>::type;
+using units_of = typename fold<type_list<>, no_unit, typename leaves<Spec>::type>::type;
 
 constexpr std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 

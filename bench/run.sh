@@ -78,6 +78,9 @@ echo "== host int8 GEMM vs Eigen f32, 256x784x256 ($(nproc) cores)"
 echo "== host inference: the fp32 MLP vs its int8 form (PTQ), Fashion-MNIST test set ($(nproc) cores)"
 "$dir/bench/bench_host_int8_inference"
 
+echo "== host inference: CSR sparse_model vs the dense fp32 MLP, by sparsity ($(nproc) cores)"
+"$dir/bench/bench_host_sparse_inference"
+
 echo "== device training step: eager vs CUDA Graph, batch 256"
 "$dir/bench/bench_device_train_step"
 if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then

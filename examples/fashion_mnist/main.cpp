@@ -9,6 +9,8 @@
 //                 [--data DIR] [--seed S] [--host] [--eager] [--min-accuracy A]
 //                 [--save PATH] [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
 //                 [--calibration-batches N] [--qat-epochs N]
+//                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
+//                 [--prune-epochs N] [--prune-scope global|layer]
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model into int8 models: post-training quantization (activation ranges from
@@ -17,6 +19,15 @@
 // training (--qat-epochs of fine-tuning with fake quantization, observers
 // frozen half-way), each converted to an int8 model (int8 GEMMs, one fused
 // epilogue per layer) and tested.
+//
+// --prune unstructured|2:4|all (with the fp32 policy) fine-tunes copies of
+// the trained fp32 model while pruning them: unstructured magnitude pruning
+// to each of --sparsities (global by default), raised gradually over the
+// first two thirds of --prune-epochs on Zhu & Gupta's cubic schedule, and
+// 2:4 structured pruning, done once before the fine-tuning. The fused
+// optimizer keeps pruned weights at zero. Each pruned model is tested as
+// trained (dense with zeros) and through host sparse inference (CSR), and
+// its per-layer sparsity is printed.
 //
 // Prints a progress bar per epoch, a table (policy, test accuracy, train
 // time, samples/s, model bytes) and, as its last line, one JSON object with
@@ -28,8 +39,10 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace tenet;
@@ -54,6 +67,10 @@ struct options {
     std::string observer = "mse";
     std::size_t calibration_batches = 32;
     std::size_t qat_epochs = 1;
+    std::string prune;  // "", unstructured, 2:4 or all
+    std::vector<double> sparsities{0.5, 0.8, 0.9};
+    std::size_t prune_epochs = 8;
+    std::string prune_scope = "global";
 };
 
 struct result {
@@ -62,6 +79,7 @@ struct result {
     double train_seconds = 0;
     double samples_per_second = 0;
     std::size_t model_bytes = 0;
+    std::size_t nonzero_parameters = 0;
 };
 
 [[noreturn]] void usage(const std::string& why)
@@ -70,8 +88,19 @@ struct result {
               << "usage: fashion_mnist [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N] [--data DIR]\n"
               << "                     [--seed S] [--host] [--eager] [--min-accuracy A] [--save PATH]\n"
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
-              << "                     [--calibration-batches N] [--qat-epochs N]\n";
+              << "                     [--calibration-batches N] [--qat-epochs N]\n"
+              << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
+              << "                     [--prune-scope global|layer]\n";
     std::exit(2);
+}
+
+std::vector<double> parse_list(const std::string& text)
+{
+    std::vector<double> out;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
+    if (out.empty()) usage("--sparsities needs at least one value");
+    return out;
 }
 
 options parse(int argc, char** argv)
@@ -96,6 +125,10 @@ options parse(int argc, char** argv)
         else if (arg == "--observer") o.observer = value();
         else if (arg == "--calibration-batches") o.calibration_batches = std::stoul(value());
         else if (arg == "--qat-epochs") o.qat_epochs = std::stoul(value());
+        else if (arg == "--prune") o.prune = value();
+        else if (arg == "--sparsities") o.sparsities = parse_list(value());
+        else if (arg == "--prune-epochs") o.prune_epochs = std::stoul(value());
+        else if (arg == "--prune-scope") o.prune_scope = value();
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
@@ -108,6 +141,14 @@ options parse(int argc, char** argv)
     if (o.observer != "minmax" && o.observer != "percentile" && o.observer != "mse")
         usage("--observer must be minmax, percentile or mse");
     if (o.calibration_batches == 0 || o.qat_epochs == 0) usage("--calibration-batches and --qat-epochs must be at least 1");
+    if (!o.prune.empty() && o.prune != "unstructured" && o.prune != "2:4" && o.prune != "all")
+        usage("--prune must be unstructured, 2:4 or all");
+    if (!o.prune.empty() && o.policy != "fp32" && o.policy != "all")
+        usage("--prune prunes the fp32 model: use --policy fp32 or all");
+    if (o.prune_epochs == 0) usage("--prune-epochs must be at least 1");
+    if (o.prune_scope != "global" && o.prune_scope != "layer") usage("--prune-scope must be global or layer");
+    for (const double s : o.sparsities)
+        if (!(s >= 0.0 && s < 1.0)) usage("--sparsities must lie in [0, 1)");
     return o;
 }
 
@@ -156,12 +197,14 @@ double test_accuracy(Trainer& trainer, Loader& test_batches)
 
 template <class Model>
 train::trainer<Model, train::adamw, train::warmup_cosine_lr> make_trainer(Model& net, std::size_t steps_per_epoch,
-                                                                           std::size_t epochs, float lr)
+                                                                           std::size_t epochs, float lr,
+                                                                           train::trainer_options options = {})
 {
     const auto total_steps = static_cast<std::uint64_t>(steps_per_epoch * epochs);
     return train::trainer<Model, train::adamw, train::warmup_cosine_lr>(
         net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-4f},
-        train::warmup_cosine_lr{lr, std::min<std::uint64_t>(steps_per_epoch, total_steps / 4), total_steps, 0.0f});
+        train::warmup_cosine_lr{lr, std::min<std::uint64_t>(steps_per_epoch, total_steps / 4), total_steps, 0.0f},
+        options);
 }
 
 template <class P, class Place>
@@ -177,8 +220,9 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     const double train_seconds = train_epochs(trainer, train_batches, name, o.epochs, set.train.count, o);
     const double accuracy = test_accuracy(trainer, test_batches);
     if (!o.save.empty()) trainer.save(o.save + "." + name);
+    using model_type = nn::model<mlp, P, input_shape, Place>;
     return {name, accuracy, train_seconds, static_cast<double>(set.train.count * o.epochs) / train_seconds,
-            nn::model<mlp, P, input_shape, Place>::parameter_bytes};
+            model_type::parameter_bytes, model_type::parameter_count};
 }
 
 template <class P, class Place>
@@ -188,9 +232,10 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     return train_policy(name, set, o, net);
 }
 
-// Test accuracy of an int8 model: logits back on the host, argmax vs label.
-template <class Int8, class Place>
-double int8_accuracy(Int8& q, loader_t<Place>& test_batches)
+// Test accuracy of an inference model (int8, sparse): logits back on the
+// host, argmax vs label.
+template <class Inference, class Place>
+double inference_accuracy(Inference& q, loader_t<Place>& test_batches)
 {
     typename loader_t<Place>::batch b;
     Tensor<f32, Shape<batch, 10>, Host> logits;
@@ -225,7 +270,8 @@ result post_training_int8(const data::mnist_dataset& set, const options& o, cons
     quant::int8_model<mlp, input_shape, Place> q(calibrated);
     const double seconds = timer.seconds();
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_ptq_" + o.observer, int8_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes};
+    return {"int8_ptq_" + o.observer, inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
+            std::remove_cvref_t<decltype(trained)>::parameter_count};
 }
 
 template <class Place>
@@ -254,8 +300,65 @@ result quantization_aware_int8(const data::mnist_dataset& set, const options& o,
     net.eval();
     quant::int8_model<mlp, input_shape, Place> q(net);
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_qat", int8_accuracy(q, test_batches), seconds,
-            static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes};
+    return {"int8_qat", inference_accuracy(q, test_batches), seconds,
+            static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes,
+            std::remove_cvref_t<decltype(trained)>::parameter_count};
+}
+
+// Fine-tunes a copy of the trained model while pruning it: to `sparsity`
+// (unstructured, gradual) or, with sparsity < 0, to 2:4 (once, at the start).
+template <class Place>
+result pruned(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained,
+              double sparsity)
+{
+    using model_type = nn::model<mlp, fp32, input_shape, Place>;
+    model_type net;
+    nn::copy_parameters(net, trained);
+    const bool two_four = sparsity < 0;
+    const std::string name = two_four ? "pruned_2:4" : "pruned_" + std::to_string(int(sparsity * 100 + 0.5)) + "%";
+    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
+    train::trainer_options masked;
+    masked.optimizer.masked = true;
+    auto trainer = make_trainer(net, steps_per_epoch, o.prune_epochs, 5e-4f, masked);
+    if (!o.eager) trainer.capture();
+    auto& optimizer = trainer.optimizer();
+    // Unstructured: ten re-prunings spread over the first two thirds of the steps.
+    using pruner_type = prune::pruner<std::remove_reference_t<decltype(optimizer)>, prune::gradual_sparsity>;
+    std::optional<pruner_type> gradual;
+    if (two_four) {
+        prune::two_four(optimizer.masks());
+        optimizer.apply_masks();
+    } else {
+        const std::uint64_t every = std::max<std::uint64_t>(1, steps_per_epoch * o.prune_epochs * 2 / 30);
+        gradual.emplace(optimizer, prune::gradual_sparsity{0.0, sparsity, 0, 10, every},
+                        o.prune_scope == "layer" ? prune::scope::per_layer : prune::scope::global);
+        gradual->update(0);
+    }
+    loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
+    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, o.epochs,
+                                        [&](std::size_t step) {
+                                            if (gradual) gradual->update(step + 1);
+                                        });
+    loader_t<Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
+    const double accuracy = test_accuracy(trainer, test_batches);
+
+    const prune::sparsity_report report = prune::report(optimizer.masks());
+    std::cout << report.table();
+    prune::sparse_model<mlp, input_shape> sparse(net, optimizer.masks());
+    loader_t<Host> host_test_batches(set.test, data::normalize_pixels{});
+    const double sparse_accuracy = inference_accuracy(sparse, host_test_batches);
+    // Model bytes: the weights compressed (2:4: values and 2-bit indices; else CSR) and the biases.
+    std::size_t bytes = sparse.bytes();
+    if (two_four) {
+        bytes = 0;
+        optimizer.masks().for_each([&](const std::string&, auto weight, auto keep) {
+            bytes += prune::compress_24(weight, keep).bytes() + decltype(weight)::shape::extents[0] * sizeof(f32);
+        });
+    }
+    std::printf("%s: test accuracy %.4f as trained, %.4f through host sparse inference (CSR)\n\n", name.c_str(),
+                accuracy, sparse_accuracy);
+    return {name, accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
+            report.parameter_nonzero};
 }
 
 template <class Place>
@@ -267,6 +370,9 @@ std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
         out.push_back(train_policy("fp32", set, o, net));
         if (o.quantize == "ptq" || o.quantize == "all") out.push_back(post_training_int8(set, o, net));
         if (o.quantize == "qat" || o.quantize == "all") out.push_back(quantization_aware_int8(set, o, net));
+        if (o.prune == "unstructured" || o.prune == "all")
+            for (const double s : o.sparsities) out.push_back(pruned(set, o, net, s));
+        if (o.prune == "2:4" || o.prune == "all") out.push_back(pruned(set, o, net, -1.0));
     }
     if (o.policy == "bf16" || o.policy == "all") out.push_back(train_policy<bf16_mixed, Place>("bf16_mixed", set, o));
     if (o.policy == "fp16" || o.policy == "all") out.push_back(train_policy<fp16_mixed, Place>("fp16_mixed", set, o));
@@ -291,19 +397,19 @@ int main(int argc, char** argv)
 #endif
         if (where == "host") results = train_all<Host>(set, o);
 
-        std::printf("\n%-20s %14s %14s %14s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
-                    "model bytes");
+        std::printf("\n%-20s %14s %14s %14s %12s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
+                    "model bytes", "nonzeros");
         std::ostringstream json;
         json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"epochs\":" << o.epochs
              << ",\"train_samples\":" << set.train.count << ",\"batch\":" << batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];
-            std::printf("%-20s %14.4f %14.1f %14.0f %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
-                        r.samples_per_second, r.model_bytes);
+            std::printf("%-20s %14.4f %14.1f %14.0f %12zu %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
+                        r.samples_per_second, r.model_bytes, r.nonzero_parameters);
             json << (i ? "," : "") << "{\"policy\":\"" << r.policy << "\",\"test_accuracy\":" << r.accuracy
                  << ",\"train_seconds\":" << r.train_seconds << ",\"samples_per_second\":" << r.samples_per_second
-                 << ",\"model_bytes\":" << r.model_bytes << "}";
+                 << ",\"model_bytes\":" << r.model_bytes << ",\"nonzero_parameters\":" << r.nonzero_parameters << "}";
             ok = ok && r.accuracy >= o.min_accuracy;
         }
         json << "]}";

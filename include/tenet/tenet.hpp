@@ -42,5 +42,6 @@
 #include "nn/row_ops.hpp"
 #include "profile/profile.hpp"
 #include "train/train.hpp"
+#include "prune/prune.hpp"
 #include "quant/quant.hpp"
 #include "data/data.hpp"

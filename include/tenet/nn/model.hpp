@@ -14,6 +14,7 @@
 //   net.backward(dlogits);                 // fills net.gradients()
 #pragma once
 
+#include "../tensor/copy.hpp"
 #include "sequential.hpp"
 
 #include <string>
@@ -144,5 +145,20 @@ private:
     std::uint64_t step_ = 0;
     bool training_ = true;
 };
+
+// Copies every parameter of `from` into `to`: the same spec under policies
+// with one storage type, in any two places (a trained model into its QAT
+// twin, or into a fresh model to prune and fine-tune).
+template <class To, class From>
+void copy_parameters(To& to, const From& from)
+{
+    static_assert(std::is_same_v<typename To::storage_type, typename From::storage_type> &&
+                      To::flat_numel == From::flat_numel,
+                  "tenet: copy_parameters: the models must hold the same parameters in the same storage "
+                  "type (the same spec under policies with one storage type)");
+    constexpr std::size_t n = To::flat_numel;
+    copy(make_view<Shape<n>, typename To::place>(to.parameters()),
+         make_view<Shape<n>, typename From::place>(from.parameters()));
+}
 
 }  // namespace tenet::nn

@@ -21,8 +21,7 @@
 #pragma once
 
 #include "../linalg/int8_gemm.hpp"
-#include "../nn/dropout.hpp"
-#include "../nn/sequential.hpp"
+#include "../nn/linear_units.hpp"
 #include "../tensor/copy.hpp"
 #include "qat.hpp"
 
@@ -33,90 +32,24 @@ namespace tenet::quant {
 namespace detail {
 
 using nn::detail::type_list;
-
-template <std::size_t K, std::size_t N, linalg::activation Act>
-struct unit_spec {
-    static constexpr std::size_t in = K, out = N;
-    static constexpr linalg::activation activation = Act;
-    static constexpr bool takes_activation = Act == linalg::activation::none;
-};
-// No unit started yet.
-struct no_unit {
-    static constexpr bool takes_activation = false;
-};
+using nn::detail::unit_spec;
 
 template <class S>
-struct unsupported_layer {
+struct no_int8_form {
     static constexpr auto text()
     {
         return ::tenet::detail::fixed_string(
             "tenet: int8_model: a layer has no int8 form (supported: Linear, ReLU/GELU/GELUTanh right after a "
             "Linear, Dropout, Sequential, Checkpointed)");
     }
-};
-
-template <class S>
-inline constexpr bool is_dropout = false;
-template <class R>
-inline constexpr bool is_dropout<nn::Dropout<R>> = true;
-
-template <class... A, class... B>
-auto operator+(type_list<A...>, type_list<B...>) -> type_list<A..., B...>;
-
-// The leaf specs of a model spec, in order (Sequentials and Checkpointed
-// segments opened; Sequential has already fused Linear-activation-Linear).
-template <class S>
-struct leaves {
-    using type = type_list<S>;
-};
-template <class... U>
-struct leaves_of_units;
-template <class... U>
-struct leaves_of_units<type_list<U...>> {
-    template <class... L>
-    static auto join(L...) -> decltype((type_list<>{} + ... + L{}));
-    using type = decltype(join(typename leaves<typename U::spec>::type{}...));
-};
-template <class... L>
-struct leaves<nn::Sequential<L...>> : leaves_of_units<typename nn::Sequential<L...>::units> {};
-template <class... L>
-struct leaves<nn::Checkpointed<L...>> : leaves_of_units<typename nn::Sequential<L...>::units> {};
-
-// Folds leaves into units: Linear starts one, an activation right after a
-// Linear joins it, Dropout vanishes.
-template <class Done, class Pending, class Rest>
-struct fold;
-template <class... D, class P>
-struct fold<type_list<D...>, P, type_list<>> {
-    using type = std::conditional_t<std::is_same_v<P, no_unit>, type_list<D...>, type_list<D..., P>>;
-};
-template <class... D, class P, class S, class... Rest>
-struct fold<type_list<D...>, P, type_list<S, Rest...>> {
-    static constexpr bool linear = requires { S::in_features; S::out_features; S::activation; };
-    static constexpr bool joins = P::takes_activation && [] {
-        if constexpr (requires { S::fusable; }) return S::fusable != linalg::activation::none;
-        else return false;
-    }();
-    using committed = typename fold<type_list<D...>, P, type_list<>>::type;
-    static auto next()
+    static constexpr void reject()
     {
-        if constexpr (linear)
-            return fold<committed, unit_spec<S::in_features, S::out_features, S::activation>, type_list<Rest...>>{};
-        else if constexpr (joins)
-            return fold<type_list<D...>, unit_spec<P::in, P::out, S::fusable>, type_list<Rest...>>{};
-        else if constexpr (is_dropout<S>)
-            return fold<type_list<D...>, P, type_list<Rest...>>{};
-        else {
-            static_assert(::tenet::detail::diagnostic<unsupported_layer<S>::text()>,
-                          "tenet: int8_model: a layer has no int8 form");
-            return fold<type_list<D...>, P, type_list<>>{};
-        }
+        static_assert(::tenet::detail::diagnostic<text()>, "tenet: int8_model: a layer has no int8 form");
     }
-    using type = typename decltype(next())::type;
 };
 
 template <class Spec>
-using units_of = typename fold<type_list<>, no_unit, typename leaves<Spec>::type>::type;
+using units_of = nn::detail::units_of<Spec, no_int8_form>;
 
 constexpr std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 

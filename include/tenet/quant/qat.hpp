@@ -76,18 +76,7 @@ void prepare_calibration(Model& model)
     model.eval();
 }
 
-// Copies every parameter of `from` into `to`: the same spec under two
-// policies with the same storage type (a trained model into its QAT twin).
-template <class To, class From>
-void copy_parameters(To& to, const From& from)
-{
-    static_assert(std::is_same_v<typename To::storage_type, typename From::storage_type> &&
-                      To::flat_numel == From::flat_numel,
-                  "tenet: quant::copy_parameters: the models must hold the same parameters in the same storage "
-                  "type (the same spec under policies with one storage type)");
-    constexpr std::size_t n = To::flat_numel;
-    copy(make_view<Shape<n>, typename To::place>(to.parameters()),
-         make_view<Shape<n>, typename From::place>(from.parameters()));
-}
+// A trained model's parameters into its QAT twin (nn/model.hpp).
+using nn::copy_parameters;
 
 }  // namespace tenet::quant

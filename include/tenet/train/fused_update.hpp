@@ -5,6 +5,9 @@
 //   - clips to a global gradient norm,
 //   - applies the rule (SGD, AdamW, LAMB) to the fp32 master weights and the
 //     optimizer state, and writes the storage-type weights,
+//   - with pruning masks (prune/masks.hpp), drops the gradients of pruned
+//     weights from the checks and the norm, and writes those weights and
+//     their state as exact zeros,
 //   - evaluates the LR schedule from the step counter and advances the
 //     step state (loss scale, counters),
 // all from device memory: nothing is read back, so a step can be captured in
@@ -46,6 +49,7 @@ struct update_args {
     Master* master;         // the master weights; the parameters themselves when Storage is Master
     Storage* parameters;    // written (rounded) when Storage is not Master
     const Master* gradients;
+    const bool* keep;       // pruning masks (false: pruned), or null
     Master* slots[Rule::slots];
     std::uint64_t numel;
     const segment* segments;  // the parameters, for per-tensor (layerwise) rules
@@ -67,6 +71,20 @@ TENET_HD bool is_finite(T x)
 #else
     return std::isfinite(x);
 #endif
+}
+
+// Whether element i is a weight that is kept (every element without masks).
+template <class Args>
+TENET_HD bool kept(const Args& a, std::uint64_t i)
+{
+    return a.keep == nullptr || a.keep[i];
+}
+
+// The gradient the global pass sees: a pruned weight's does not count.
+template <class Args, class T>
+TENET_HD T checked_gradient(const Args& a, std::uint64_t i, T inverse_scale)
+{
+    return kept(a, i) ? a.gradients[i] * inverse_scale : T(0);
 }
 
 // What the global pass decides for a step.
@@ -120,10 +138,20 @@ TENET_HD void store_weight(const Args& a, std::uint64_t i, T w)
 template <class Args>
 inline constexpr std::size_t slot_count = std::extent_v<decltype(Args::slots)>;
 
+// A pruned element: weight and state exactly zero.
+template <class T, class Args>
+TENET_HD void prune_element(const Args& a, std::uint64_t i)
+{
+    T s[slot_count<Args>] = {};
+    store_slots(a, i, s);
+    store_weight(a, i, T(0));
+}
+
 // One element of a non-layerwise rule.
 template <class Args, class T>
 TENET_HD void update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
 {
+    if (!kept(a, i)) return prune_element<T>(a, i);
     T s[slot_count<Args>];
     load_slots(a, i, s);
     const T w = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
@@ -135,6 +163,8 @@ TENET_HD void update_element(const Args& a, std::uint64_t i, T multiplier, const
 template <class Args, class T>
 TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, const auto& k, T& w, T& r)
 {
+    w = r = T(0);
+    if (!kept(a, i)) return prune_element<T>(a, i);
     T s[slot_count<Args>];
     load_slots(a, i, s);
     a.rule.accumulate(a.gradients[i] * multiplier, s);
@@ -147,6 +177,7 @@ TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, cons
 template <class Args, class T>
 TENET_HD void apply_element(const Args& a, std::uint64_t i, T lr_trust, const auto& k)
 {
+    if (!kept(a, i)) return;  // zeroed in phase 1
     T s[slot_count<Args>];
     load_slots(a, i, s);
     store_weight(a, i, a.master[i] - lr_trust * a.rule.direction(a.master[i], s, k));
@@ -190,7 +221,7 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
         const auto partial = host_blocks<sums<T>>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
             sums<T> s;
             for (std::uint64_t i = begin; i < end; ++i) {
-                const T g = a.gradients[i] * inverse_scale;
+                const T g = checked_gradient(a, i, inverse_scale);
                 s.a += g * g;
                 if (!is_finite(g)) s.b = T(1);
             }
@@ -286,7 +317,7 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
     if (needs_global_pass<Dynamic, Rule>(a.clip_norm)) {
         T squares = T(0), bad = T(0);
         for (std::uint64_t i = first; i < a.numel; i += stride) {
-            const T g = a.gradients[i] * inverse_scale;
+            const T g = checked_gradient(a, i, inverse_scale);
             squares += g * g;
             if (!is_finite(g)) bad = T(1);
         }

@@ -18,16 +18,22 @@
 //   out, skips a step with an inf/NaN gradient and adjusts the scale. Whenever
 //   the step computes the global gradient norm (loss scaling, clipping, LAMB)
 //   a non-finite gradient skips the update.
+// - Pruning (optimizer_options::masked): the optimizer keeps a
+//   prune::masks<Model>; in the same pass the step drops pruned weights'
+//   gradients and writes those weights, their master copies and their state
+//   as exact zeros, so they stay zero however long training goes on.
 #pragma once
 
 #include "../exec/assign.hpp"
 #include "../nn/layer.hpp"
+#include "../prune/masks.hpp"
 #include "adamw.hpp"
 #include "fused_update.hpp"
 #include "lamb.hpp"
 #include "schedule.hpp"
 #include "sgd.hpp"
 
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -36,6 +42,7 @@ namespace tenet::train {
 struct optimizer_options {
     float clip_norm = 0.0f;         // clip the global gradient norm to this; 0 is off
     loss_scaler_options scaler{};   // for policies with dynamic loss scaling
+    bool masked = false;            // keep pruning masks (masks()) and enforce them in every step
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr>
@@ -66,6 +73,7 @@ public:
           state_(1, current_stream()),
           segments_(collect_segments(model))
     {
+        if (options.masked) masks_.emplace(model);
         static_assert(on_host || TENET_CUDA_COMPILER,
                       "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
         if constexpr (requires { schedule.check(); }) schedule.check();
@@ -134,6 +142,26 @@ public:
                    flat(static_cast<const storage_type*>(model_.parameters()), std::integral_constant<std::size_t, numel>{}));
     }
 
+    // The pruning masks (optimizer_options::masked): change them with prune/
+    // (magnitude, n_of_m, pruner), then apply_masks().
+    bool masked() const { return masks_.has_value(); }
+    prune::masks<Model>& masks()
+    {
+        if (!masks_) throw error("tenet: optimizer: no pruning masks: construct it with optimizer_options::masked = true");
+        return *masks_;
+    }
+
+    // Zeroes the pruned weights, their master copies and their state now (the
+    // next step would too; this prunes the model before it runs again).
+    void apply_masks()
+    {
+        auto& m = masks();
+        m.apply();
+        const auto keep = m.flat();
+        if constexpr (separate_master) zero_pruned(master_.data(), keep);
+        for (std::size_t j = 0; j < Rule::slots; ++j) zero_pruned(slot(j), keep);
+    }
+
     const Rule& rule() const { return rule_; }
     const Schedule& schedule() const { return schedule_; }
     const optimizer_options& options() const { return options_; }
@@ -152,6 +180,13 @@ private:
     static void copy_raw(void* to, const void* from, std::size_t bytes)
     {
         tenet::detail::copy_bytes<place, Host>(to, from, bytes, current_stream());
+    }
+
+    template <class Keep>
+    static void zero_pruned(master_type* data, const Keep& keep)
+    {
+        auto values = flat(data, std::integral_constant<std::size_t, numel>{});
+        assign(values, where(keep, values, 0));
     }
 
     static buffer<detail::segment, place> collect_segments(Model& model)
@@ -183,6 +218,7 @@ private:
         a.master = master();
         a.parameters = model_.parameters();
         a.gradients = gradients;
+        a.keep = masks_ ? masks_->data() : nullptr;
         for (std::size_t j = 0; j < Rule::slots; ++j) a.slots[j] = slot(j);
         a.numel = numel;
         a.segments = segments_.data();
@@ -207,6 +243,7 @@ private:
     buffer<detail::segment, place> segments_;
     buffer<master_type, place> partials_{0, current_stream()};
     unsigned grid_ = 0;
+    std::optional<prune::masks<Model>> masks_;
 };
 
 }  // namespace tenet::train

@@ -133,8 +133,9 @@ public:
         return optimizer_.state();
     }
 
-    // Parameters, master weights, optimizer state, loss-scaler state and the
-    // step, in one checksummed file written atomically.
+    // Parameters, master weights, optimizer state, loss-scaler state, the
+    // step and the pruning masks (when masked), in one checksummed file
+    // written atomically.
     void save(const std::string& path)
     {
         stream_scope on(stream_);
@@ -144,6 +145,7 @@ public:
             contents.sections.push_back(section("master", optimizer_.master(), Model::flat_numel));
         for (std::size_t j = 0; j < Rule::slots; ++j)
             contents.sections.push_back(section("state" + std::to_string(j), optimizer_.slot(j), Model::flat_numel));
+        if (optimizer_.masked()) contents.sections.push_back(section("masks", optimizer_.masks().data(), Model::flat_numel));
         const step_state s = optimizer_.state();
         contents.sections.push_back({"step_state", bytes_of(&s, sizeof s)});
         write_checkpoint_file(path, contents);
@@ -164,6 +166,13 @@ public:
         for (std::size_t j = 0; j < Rule::slots; ++j)
             slots[j] = &find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
         const auto& state = find_section(contents, "step_state", sizeof(step_state));
+        std::vector<char> keep;
+        if (optimizer_.masked()) {
+            const auto& masks = find_section(contents, "masks", n * sizeof(bool));
+            keep.resize(n);
+            std::memcpy(keep.data(), masks.bytes.data(), n);
+            optimizer_.masks().check_bytes(keep, path);
+        }
 
         upload(model_.parameters(), parameters);
         if (master) upload(optimizer_.master(), *master);
@@ -171,16 +180,18 @@ public:
         step_state s;
         std::memcpy(&s, state.bytes.data(), sizeof s);
         optimizer_.set_state(s);
+        if (optimizer_.masked()) optimizer_.masks().from_host(keep, path);
         model_.set_step(contents.step);
         micro_ = 0;
     }
 
-    // What a checkpoint must match: the policy's types, the rule, and every
-    // parameter's name and shape.
+    // What a checkpoint must match: the policy's types, the rule, whether it
+    // is pruned (masked), and every parameter's name and shape.
     std::string signature()
     {
         std::string s = std::string("tenet-trainer/") + tenet::detail::element_name<storage_type> + "/" + tenet::detail::element_name<master_type> +
-                        "/" + Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") + ":";
+                        "/" + Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") +
+                        (optimizer_.masked() ? "/masked" : "") + ":";
         model_.for_each_parameter([&](const std::string& name, auto value, auto) {
             s += " " + name + shape_text(typename decltype(value)::shape{});
         });

@@ -1,0 +1,95 @@
+// A model spec seen as a chain of Linear units at compile time: each Linear
+// (with the activation right after it) is one unit; Sequentials and
+// Checkpointed segments open; Dropout (the identity at inference) vanishes.
+// Inference forms that replace a model's Linears (quant::int8_model,
+// prune::sparse_model) build one unit per entry of units_of<Spec, ...>.
+//
+// Anything else is a compile error in the caller's words: the caller passes
+// Unsupported, a template over the offending layer spec whose reject()
+// static_asserts with its own message (static_assert messages must be
+// literals, and nvcc prints only that literal).
+#pragma once
+
+#include "dropout.hpp"
+#include "sequential.hpp"
+
+#include <type_traits>
+
+namespace tenet::nn::detail {
+
+// One unit: K input features, N output features, then Act.
+template <std::size_t K, std::size_t N, linalg::activation Act>
+struct unit_spec {
+    static constexpr std::size_t in = K, out = N;
+    static constexpr linalg::activation activation = Act;
+    static constexpr bool takes_activation = Act == linalg::activation::none;
+};
+// No unit started yet.
+struct no_unit {
+    static constexpr bool takes_activation = false;
+};
+
+template <class S>
+inline constexpr bool is_dropout = false;
+template <class R>
+inline constexpr bool is_dropout<Dropout<R>> = true;
+
+template <class... A, class... B>
+auto operator+(type_list<A...>, type_list<B...>) -> type_list<A..., B...>;
+
+// The leaf specs of a model spec, in order (Sequentials and Checkpointed
+// segments opened; Sequential has already fused Linear-activation-Linear).
+template <class S>
+struct leaves {
+    using type = type_list<S>;
+};
+template <class... U>
+struct leaves_of_units;
+template <class... U>
+struct leaves_of_units<type_list<U...>> {
+    template <class... L>
+    static auto join(L...) -> decltype((type_list<>{} + ... + L{}));
+    using type = decltype(join(typename leaves<typename U::spec>::type{}...));
+};
+template <class... L>
+struct leaves<Sequential<L...>> : leaves_of_units<typename Sequential<L...>::units> {};
+template <class... L>
+struct leaves<Checkpointed<L...>> : leaves_of_units<typename Sequential<L...>::units> {};
+
+// Folds leaves into units: Linear starts one, an activation right after a
+// Linear joins it, Dropout vanishes, anything else is Unsupported<S>::reject().
+template <class Done, class Pending, class Rest, template <class> class Unsupported>
+struct fold;
+template <class... D, class P, template <class> class Unsupported>
+struct fold<type_list<D...>, P, type_list<>, Unsupported> {
+    using type = std::conditional_t<std::is_same_v<P, no_unit>, type_list<D...>, type_list<D..., P>>;
+};
+template <class... D, class P, class S, class... Rest, template <class> class Unsupported>
+struct fold<type_list<D...>, P, type_list<S, Rest...>, Unsupported> {
+    static constexpr bool linear = requires { S::in_features; S::out_features; S::activation; };
+    static constexpr bool joins = P::takes_activation && [] {
+        if constexpr (requires { S::fusable; }) return S::fusable != linalg::activation::none;
+        else return false;
+    }();
+    using committed = typename fold<type_list<D...>, P, type_list<>, Unsupported>::type;
+    static auto next()
+    {
+        if constexpr (linear)
+            return fold<committed, unit_spec<S::in_features, S::out_features, S::activation>, type_list<Rest...>,
+                        Unsupported>{};
+        else if constexpr (joins)
+            return fold<type_list<D...>, unit_spec<P::in, P::out, S::fusable>, type_list<Rest...>, Unsupported>{};
+        else if constexpr (is_dropout<S>)
+            return fold<type_list<D...>, P, type_list<Rest...>, Unsupported>{};
+        else {
+            Unsupported<S>::reject();
+            return fold<type_list<D...>, P, type_list<>, Unsupported>{};
+        }
+    }
+    using type = typename decltype(next())::type;
+};
+
+template <class Spec, template <class> class Unsupported>
+using units_of = typename fold<type_list<>, no_unit, typename leaves<Spec>::type, Unsupported>::type;
+
+}  // namespace tenet::nn::detail

@@ -2,7 +2,7 @@
 // the same optimizer without them on a model whose pruned weights and
 // gradients were zeroed by hand (bit for bit, every rule, clipping, bf16
 // master weights, fp16 loss scaling with an inf in a pruned gradient);
-// masks in trainer checkpoints; gradual and one-shot 2:4 pruning of a model
+// masks in trainer checkpoints; gradual, one-shot and 2:4 pruning of a model
 // that learns, with the pruned weights exactly zero at the end.
 #include "synthetic_task.hpp"
 #include "tensor_testing.hpp"
@@ -278,6 +278,18 @@ TEST_CASE("prune: gradual and 2:4 pruning while a model trains")
         const prune::sparsity_report r = prune::report(masks);
         CHECK(r.numel - r.kept == static_cast<std::size_t>(std::nearbyint(0.8 * static_cast<double>(r.numel))));
         CHECK(r.nonzero <= r.kept);
+        CHECK(pruned_are_zero(net, masks.to_host()));
+        CHECK(accuracy(t) > dense - 0.05);
+    }
+    SUBCASE("one shot to 60% per layer at step 250, then fine-tuning") {
+        prune::pruner p(t.optimizer(), prune::one_shot{0.6, 250}, prune::scope::per_layer);
+        std::vector<std::uint64_t> pruned_at;
+        run(t, 200, 200, [&](std::uint64_t s) {
+            if (p.update(s)) pruned_at.push_back(s);
+        });
+        CHECK(pruned_at == std::vector<std::uint64_t>{250});
+        for (const auto& layer : prune::report(masks).layers)
+            CHECK(layer.numel - layer.kept == static_cast<std::size_t>(std::nearbyint(0.6 * static_cast<double>(layer.numel))));
         CHECK(pruned_are_zero(net, masks.to_host()));
         CHECK(accuracy(t) > dense - 0.05);
     }

@@ -33,7 +33,7 @@
 #include "schedule.hpp"
 #include "sgd.hpp"
 
-#include <optional>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -73,7 +73,7 @@ public:
           state_(1, current_stream()),
           segments_(collect_segments(model))
     {
-        if (options.masked) masks_.emplace(model);
+        if (options.masked) masks_ = std::make_unique<prune::masks<Model>>(model);
         static_assert(on_host || TENET_CUDA_COMPILER,
                       "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
         if constexpr (requires { schedule.check(); }) schedule.check();
@@ -144,7 +144,7 @@ public:
 
     // The pruning masks (optimizer_options::masked): change them with prune/
     // (magnitude, n_of_m, pruner), then apply_masks().
-    bool masked() const { return masks_.has_value(); }
+    bool masked() const { return masks_ != nullptr; }
     prune::masks<Model>& masks()
     {
         if (!masks_) throw error("tenet: optimizer: no pruning masks: construct it with optimizer_options::masked = true");
@@ -243,7 +243,7 @@ private:
     buffer<detail::segment, place> segments_;
     buffer<master_type, place> partials_{0, current_stream()};
     unsigned grid_ = 0;
-    std::optional<prune::masks<Model>> masks_;
+    std::unique_ptr<prune::masks<Model>> masks_;  // only when masked
 };
 
 }  // namespace tenet::train

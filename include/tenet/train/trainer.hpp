@@ -23,6 +23,10 @@
 //   data loader, so copies are ordered with the steps.
 // - Models with Dropout replay the captured step's masks in graph mode (the
 //   step number is a host value): train them eagerly.
+// - Pruning: with trainer_options{.optimizer{.masked = true}} the optimizer
+//   keeps prune::masks (optimizer().masks()); pruned weights stay zero in
+//   every step, pruning between steps works with captured graphs, and
+//   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
 #pragma once
 
 #include "../nn/row_ops.hpp"

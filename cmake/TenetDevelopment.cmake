@@ -21,13 +21,11 @@ if(TENET_SANITIZE)
 endif()
 
 # tenet_dev_sources(target): compile the target's .cpp sources as CUDA in the
-# CUDA build; link the CUDA runtime in host builds (device queries).
+# CUDA build (tenet::tenet links the CUDA runtime in either build).
 function(tenet_dev_sources target)
     target_link_libraries(${target} PRIVATE tenet_dev)
     if(TENET_CUDA_ENABLED)
         get_target_property(sources ${target} SOURCES)
         set_source_files_properties(${sources} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
-    else()
-        target_link_libraries(${target} PRIVATE CUDA::cudart)
     endif()
 endfunction()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tenet's full test suite, as CI runs it. Three builds, each tested by ctest:
-#   host  g++ alone (no CUDA compiler): host tests, compile-fail, find_package consumer
+#   host  g++ alone (no CUDA compiler): host tests, compile-fail, the consumer
+#         program through find_package and add_subdirectory, compiled by g++
 #   cuda  nvcc for sm_80 and sm_90: every test compiled as CUDA, gpu tests (skipped
 #         with a message when there is no GPU), PTX checks, compile-fail under nvcc,
-#         add_subdirectory consumer
+#         the consumer program through find_package and add_subdirectory, as CUDA
 #   asan  g++ with -fsanitize=address,undefined at -O0: the host tests (autodiff.cpp and quant_fp8.cpp aside)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 tenet_require_cuda

@@ -1,7 +1,9 @@
 // The training stack on the device: the cooperative fused optimizer against
 // the host's (SGD, AdamW, LAMB; scaled fp16 gradients with an injected inf),
 // and graph-replayed trainer steps against eager ones: the same kernels in
-// the same order, so the parameters must be identical, bit for bit.
+// the same order, so the parameters must be identical, bit for bit. Bad
+// batches: padding rows holding NaN/inf change nothing; NaN gradients, bad
+// labels and bad masks are counted and skipped on request.
 #include "device_testing.hpp"
 
 #include <tenet/train/train.hpp>
@@ -117,4 +119,113 @@ TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager s
     }
     CHECK(eager.state().applied == graphed.state().applied);
     CHECK(eager.mean_loss() == graphed.mean_loss());
+}
+
+namespace {
+
+// A random batch built on the host, every fourth row padding (whose x holds
+// `pad`, label 1000), copied to the device on `stream`.
+template <class T>
+struct device_batch {
+    Tensor<T, Shape<32, 40>, Device> x;
+    Tensor<std::int32_t, Shape<32>, Device> labels, valid;
+
+    device_batch(std::uint64_t seed, float pad, stream_ref stream)
+    {
+        std::mt19937_64 rng(seed);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        Tensor<T, Shape<32, 40>, Host> hx;
+        Tensor<std::int32_t, Shape<32>, Host> hl, hv;
+        for (std::size_t r = 0; r < 32; ++r) {
+            const bool real = r % 4 != 1;
+            for (std::size_t f = 0; f < 40; ++f) hx.data()[r * 40 + f] = convert<T>(real ? normal(rng) : pad);
+            hl.data()[r] = real ? static_cast<std::int32_t>(rng() % 10) : 1000;
+            hv.data()[r] = real ? 1 : 0;
+        }
+        copy(x, hx, stream);
+        copy(labels, hl, stream);
+        copy(valid, hv, stream);
+        stream.synchronize();
+    }
+};
+
+template <class M>
+bool any_nonfinite(M& m)
+{
+    for (double v : to_doubles(m.parameters(), M::flat_numel, true))
+        if (!std::isfinite(v)) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("gpu trainer: padding rows holding NaN or inf contribute exactly nothing")
+{
+    auto run = [&]<class P>(P) {
+        using T = typename P::storage;
+        model_t<P, Device> dirty_net(5), zero_net(5);
+        train::trainer dirty(dirty_net, train::adamw{}, train::constant_lr{1e-2f});
+        train::trainer zero(zero_net, train::adamw{}, train::constant_lr{1e-2f});
+        const float poison[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity()};
+        for (int step = 0; step < 3; ++step) {
+            device_batch<T> padded(40 + step, poison[step], dirty.stream()), clean(40 + step, 0.0f, zero.stream());
+            dirty.step(padded.x, padded.labels, padded.valid);
+            zero.step(clean.x, clean.labels, clean.valid);
+            dirty.stream().synchronize();
+            zero.stream().synchronize();
+        }
+        constexpr std::size_t n = model_t<P, Device>::flat_numel;
+        CHECK(!any_nonfinite(dirty_net));
+        CHECK(to_doubles(dirty_net.parameters(), n, true) == to_doubles(zero_net.parameters(), n, true));
+        CHECK(dirty.mean_loss() == zero.mean_loss());
+        CHECK(dirty.nonfinite_steps() == 0);
+    };
+    run(fp32{});
+    run(bf16_mixed{});
+}
+
+TEST_CASE("gpu trainer: non-finite gradients and bad labels are counted, and skipped on request")
+{
+    constexpr std::size_t n = model_t<fp32, Device>::flat_numel;
+    train::trainer_options options;
+    options.optimizer.skip_nonfinite = true;
+    model_t<fp32, Device> net(6), plain_net(6);
+    train::trainer t(net, train::adamw{}, train::constant_lr{1e-2f}, options);
+    train::trainer plain(plain_net, train::adamw{}, train::constant_lr{1e-2f});
+    device_batch<f32> good(50, 0.0f, t.stream()), nan_row(51, 0.0f, t.stream()), bad_label(52, 0.0f, t.stream());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    TENET_CUDA_CHECK(cudaMemcpy(nan_row.x.data() + 2 * 40 + 7, &nan, sizeof nan, cudaMemcpyDefault));
+    const std::int32_t ten = 10;  // a valid row's label out of range: the device cannot throw
+    TENET_CUDA_CHECK(cudaMemcpy(bad_label.labels.data() + 3, &ten, sizeof ten, cudaMemcpyDefault));
+    device_batch<f32> bad_mask(53, 0.0f, t.stream());
+    const std::int32_t two = 2;  // neither a real row nor padding
+    TENET_CUDA_CHECK(cudaMemcpy(bad_mask.valid.data() + 5, &two, sizeof two, cudaMemcpyDefault));
+
+    t.step(good.x, good.labels, good.valid);
+    t.stream().synchronize();
+    const auto before = to_doubles(net.parameters(), n, true);
+    t.step(nan_row.x, nan_row.labels, nan_row.valid);
+    t.stream().synchronize();
+    CHECK(to_doubles(net.parameters(), n, true) == before);
+    CHECK(t.nonfinite_steps() == 1);
+    t.step(bad_label.x, bad_label.labels, bad_label.valid);
+    t.stream().synchronize();
+    CHECK(to_doubles(net.parameters(), n, true) == before);
+    CHECK(t.nonfinite_steps() == 2);
+    t.step(bad_mask.x, bad_mask.labels, bad_mask.valid);
+    t.stream().synchronize();
+    CHECK(to_doubles(net.parameters(), n, true) == before);
+    CHECK(t.nonfinite_steps() == 3);
+    CHECK(t.state().skipped == 3);
+    t.step(good.x, good.labels, good.valid);
+    t.stream().synchronize();
+    CHECK(!any_nonfinite(net));
+    CHECK(to_doubles(net.parameters(), n, true) != before);
+
+    // Without skipping the update is applied (NaN weights), and counted.
+    plain.step(nan_row.x, nan_row.labels, nan_row.valid);
+    plain.stream().synchronize();
+    CHECK(plain.nonfinite_steps() == 1);
+    CHECK(any_nonfinite(plain_net));
 }

@@ -6,11 +6,15 @@
 // are supported: multi-byte elements are big-endian, and no dataset tenet
 // reads uses them. Every departure from the header's promise -- a short or
 // long payload, absurd extents, corrupt compression -- is a format_error
-// naming the file, what was expected and what was found.
+// naming the file, what was expected and what was found. A header's claim
+// is checked against the file's size before allocating (uncompressed), or
+// the payload is allocated only as it arrives (gzip).
 #pragma once
 
+#include "../io/byte_reader.hpp"
 #include "../memory/error.hpp"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -19,6 +23,8 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,6 +88,40 @@ inline std::string dims_text(const std::vector<std::size_t>& dims)
     return text + "]";
 }
 
+// An uncompressed file must hold what its dimensions claim: checked against
+// its size before anything is allocated.
+inline void check_raw_size(const std::string& path, std::size_t header, std::size_t total,
+                           const std::vector<std::size_t>& dims)
+{
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) throw io_error(path, std::string("cannot read: ") + std::strerror(errno));
+    const auto size = static_cast<std::uint64_t>(info.st_size);
+    if (size < header + std::uint64_t{total})
+        throw format_error(path, "truncated: dimensions " + dims_text(dims) + " need " + std::to_string(total) +
+                                     " bytes of data, found " + std::to_string(size - header) +
+                                     " (the file's size, checked before allocating)");
+}
+
+// Reads up to total bytes into out, growing it only as data arrives (a
+// header's claim alone allocates at most one chunk); returns the count read.
+inline std::size_t read_payload(gzFile file, std::vector<std::uint8_t>& out, std::size_t total, const std::string& path)
+{
+    constexpr std::size_t chunk = std::size_t{1} << 20;
+    try {
+        while (out.size() < total) {
+            const std::size_t have = out.size();
+            const std::size_t want = std::min(total - have, std::max(chunk, have));
+            out.resize(have + want);
+            const std::size_t got = read_some(file, out.data() + have, want, path);
+            out.resize(have + got);
+            if (got < want) break;
+        }
+    } catch (const std::bad_alloc&) {
+        throw io_error(path, "cannot read: no memory for its " + std::to_string(total) + " bytes of data");
+    }
+    return out.size();
+}
+
 }  // namespace detail
 
 inline idx_array read_idx(const std::string& path)
@@ -107,15 +147,15 @@ inline idx_array read_idx(const std::string& path)
         throw format_error(path,
                            "rank " + std::to_string(rank) + " (expected 1 to " + std::to_string(idx_max_rank) + ")");
 
-    unsigned char extents[4 * idx_max_rank];
+    std::byte extents[4 * idx_max_rank];
     const std::size_t extent_bytes = detail::read_some(file.get(), extents, 4 * rank, path);
     if (extent_bytes < 4 * rank)
         throw format_error(path, "truncated: " + std::to_string(extent_bytes) + " of " + std::to_string(4 * rank) +
                                      " bytes of dimensions");
+    io::byte_reader header(path, std::span<const std::byte>(extents, 4 * rank));
     std::size_t total = 1;
     for (std::size_t d = 0; d != rank; ++d) {
-        const unsigned char* b = extents + 4 * d;
-        result.dims.push_back(std::size_t{b[0]} << 24 | std::size_t{b[1]} << 16 | std::size_t{b[2]} << 8 | b[3]);
+        result.dims.push_back(header.take_big_endian<std::uint32_t>());
         if (result.dims.back() == 0) throw format_error(path, "dimension " + std::to_string(d) + " is 0");
         // each extent is below 2^32 and total stays at most 2^30: no overflow
         total *= result.dims.back();
@@ -123,9 +163,9 @@ inline idx_array read_idx(const std::string& path)
             throw format_error(path, "dimensions " + detail::dims_text(result.dims) + " exceed the limit of " +
                                          std::to_string(idx_max_bytes) + " bytes");
     }
+    if (gzdirect(file.get())) detail::check_raw_size(path, 4 + 4 * rank, total, result.dims);
 
-    result.bytes.resize(total);
-    const std::size_t payload = detail::read_some(file.get(), result.bytes.data(), total, path);
+    const std::size_t payload = detail::read_payload(file.get(), result.bytes, total, path);
     if (payload < total)
         throw format_error(path, "truncated: dimensions " + detail::dims_text(result.dims) + " need " +
                                      std::to_string(total) + " bytes of data, found " + std::to_string(payload));

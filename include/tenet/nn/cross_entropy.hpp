@@ -98,6 +98,18 @@ void check_labels(const Labels& labels, const Valid& valid)
     }
 }
 
+// Host: ... and every entry of the mask is 0 or 1.
+template <std::size_t Rows, std::size_t Length, class Labels, class Valid>
+void check_batch(const Labels& labels, const Valid& valid)
+{
+    for (std::size_t r = 0; r < Rows; ++r) {
+        const auto v = row_value<Rows>(valid, r);
+        if (v != decltype(v)(0) && v != decltype(v)(1))
+            throw error("tenet: valid[" + std::to_string(r) + "] is neither 0 nor 1 (1: a real row, 0: padding)");
+    }
+    check_labels<name::cross_entropy_forward, Rows, Length>(labels, valid);
+}
+
 #if TENET_CUDA_COMPILER
 template <class Plan, class In, class Probs, class Labels, class Valid, class Loss>
 struct cross_entropy_forward_body {
@@ -296,6 +308,30 @@ void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, V
 {
     detail::rowwise::cross_entropy_backward(dlogits, std::forward<Probs>(probs), std::forward<Labels>(labels),
                                             std::forward<Valid>(valid), std::forward<Scale>(scale));
+}
+
+// Host operands: throws before anything is written when an entry of valid is
+// neither 0 nor 1 (tenet::error) or a valid row's label is outside [0, N) for
+// logits of shape LogitsShape (index_error). A trainer checks a batch so.
+template <shape_type LogitsShape, class Labels, class Valid>
+    requires(expression<std::decay_t<Labels>> && expression<std::decay_t<Valid>>)
+void check_cross_entropy_batch(Labels&& labels, Valid&& valid)
+{
+    using namespace detail::rowwise;
+    using R = rows_shape_t<LogitsShape>;
+    auto labels_node = detail::as_node(std::forward<Labels>(labels));
+    auto valid_node = detail::as_node(std::forward<Valid>(valid));
+    using LN = decltype(labels_node);
+    using VN = decltype(valid_node);
+    constexpr name op = name::cross_entropy_forward;
+    if constexpr (shape_is<op, name::labels, R, LN>() && shape_is<op, name::valid, R, VN>() &&
+                  integer_labels<op, LN>()) {
+        static_assert(host_accessible_v<typename LN::place> && host_accessible_v<typename VN::place>,
+                      "tenet: check_cross_entropy_batch reads Host labels and masks");
+        detail::exec_context<Host> context(current_stream());
+        check_batch<R::numel, row_geometry<LogitsShape>::length>(labels_node.prepare(context),
+                                                                 valid_node.prepare(context));
+    }
 }
 
 // Every row valid.

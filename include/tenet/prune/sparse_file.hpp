@@ -1,5 +1,6 @@
 // A pruned model exported to a file, its weights compressed: the checkpoint
-// container (train/checkpoint_file.hpp: atomic write, CRC, whole-file checks)
+// container (train/checkpoint_file.hpp: atomic write, size bound, CRC checked
+// before parsing, whole-file checks)
 // with, per parameter in the model's order,
 //
 //   prunable, csr        "<name>/row_offsets" (u32, rows + 1), "<name>/columns" (u32), "<name>/values"
@@ -52,16 +53,19 @@ std::string sparse_signature(Model& model, sparse_format f)
     return s;
 }
 
-// The format a file's signature names (the whole-file check that follows
-// needs the signature expected); csr when it is unreadable, for that check to
-// say why.
-inline sparse_format sparse_format_of(const std::string& path)
+// The most bytes save_sparse can write for this model, a u32 column index
+// and a u32 row offset for every element at worst: a larger file is refused
+// before it is read.
+template <class Model>
+std::uint64_t sparse_size_bound(Model& model, const std::string& signature)
 {
-    const std::vector<std::byte> file = train::detail::read_whole_file(path);
-    train::detail::check_checkpoint_prefix(path, file);
-    const std::string signature = train::detail::parse_checkpoint_layout(file).contents.signature;
-    return signature.starts_with(sparse_signature_prefix(sparse_format::two_four)) ? sparse_format::two_four
-                                                                                 : sparse_format::csr;
+    std::uint64_t payload = 0;
+    std::size_t sections = 0;
+    model.for_each_parameter([&](const std::string&, auto value, auto) {
+        payload += (decltype(value)::shape::numel + 1) * (sizeof(typename Model::storage_type) + 8);
+        sections += 3;
+    });
+    return train::checkpoint_size_bound(signature, sections, payload);
 }
 
 template <class T>
@@ -135,8 +139,13 @@ void load_sparse(const std::string& path, masks<Model>& m)
     using storage = typename Model::storage_type;
     constexpr std::size_t numel = Model::flat_numel;
     Model& model = m.model();
-    const sparse_format f = detail::sparse_format_of(path);
-    const train::checkpoint_contents contents = train::read_checkpoint_file(path, detail::sparse_signature(model, f));
+    // Checked (size, checksum, layout) before its signature says the format.
+    const std::uint64_t bound = detail::sparse_size_bound(model, detail::sparse_signature(model, sparse_format::csr));
+    const train::checkpoint_contents contents = train::detail::read_checkpoint_contents(path, bound);
+    const sparse_format f = contents.signature.starts_with(detail::sparse_signature_prefix(sparse_format::two_four))
+                                ? sparse_format::two_four
+                                : sparse_format::csr;
+    train::detail::check_signature(path, contents.signature, detail::sparse_signature(model, f));
 
     std::vector<storage> values(numel, convert<storage>(0.0f));  // the padding stays 0
     std::vector<char> keep(numel, 1);

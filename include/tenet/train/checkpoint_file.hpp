@@ -1,6 +1,8 @@
 // A checkpoint file: named byte sections behind a signature and a step
 // count, written atomically and checked completely before anything is
-// returned. The container is generic; the trainer decides the sections.
+// returned: its size against a bound before reading, its checksum before
+// parsing, every length against what remains before it is used. The
+// container is generic; the trainer decides the sections.
 //
 // Layout, version 1 (integers little-endian whatever the machine):
 //   "TENETCKP"                          8 bytes
@@ -14,19 +16,19 @@
 //   u32 CRC-32 (zlib's) of every byte before it
 #pragma once
 
+#include "../io/atomic_file.hpp"
+#include "../io/byte_reader.hpp"
+#include "../io/read_file.hpp"
 #include "../memory/error.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -54,6 +56,10 @@ inline constexpr std::size_t checkpoint_prefix_bytes = 20;  // magic, version, h
 inline constexpr std::size_t checkpoint_crc_bytes = 4;
 // Prefix, empty signature, step, section count, CRC: the smallest valid file.
 inline constexpr std::size_t checkpoint_min_bytes = checkpoint_prefix_bytes + 4 + 8 + 4 + checkpoint_crc_bytes;
+// A reader given no bound rejects larger files before reading them.
+inline constexpr std::uint64_t checkpoint_default_max_bytes = std::uint64_t{1} << 36;
+// What checkpoint_size_bound allows each section name (tenet's are short).
+inline constexpr std::size_t checkpoint_max_name_bytes = 256;
 
 inline void put_le(std::vector<std::byte>& out, std::uint64_t value, int bytes)
 {
@@ -90,8 +96,6 @@ inline std::string hex32(std::uint32_t value)
     return text;
 }
 
-inline std::string system_message() { return std::strerror(errno); }
-
 // Everything up to the first payload byte.
 inline std::vector<std::byte> encode_checkpoint_header(const checkpoint_contents& contents)
 {
@@ -117,78 +121,8 @@ inline std::vector<std::byte> encode_checkpoint_header(const checkpoint_contents
     return header;
 }
 
-// The temporary file a checkpoint is written to; removed unless renamed over
-// the destination by commit().
-class checkpoint_temp_file {
-public:
-    explicit checkpoint_temp_file(const std::string& path)
-        : path_(path), temp_(path + ".tmp." + std::to_string(::getpid())), file_(std::fopen(temp_.c_str(), "wb"))
-    {
-        if (!file_) fail("cannot create");
-    }
-    checkpoint_temp_file(const checkpoint_temp_file&) = delete;
-    checkpoint_temp_file& operator=(const checkpoint_temp_file&) = delete;
-    ~checkpoint_temp_file()
-    {
-        if (file_) std::fclose(file_);
-        if (!committed_) std::remove(temp_.c_str());
-    }
-
-    void write(const std::byte* data, std::size_t bytes)
-    {
-        if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) fail("cannot write");
-        crc_ = crc32_update(crc_, data, bytes);
-    }
-
-    // Appends the CRC, makes the file durable and puts it in place.
-    void commit()
-    {
-        std::vector<std::byte> crc;
-        put_le(crc, crc_, 4);
-        write(crc.data(), crc.size());
-        if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) fail("cannot flush");
-        std::FILE* file = std::exchange(file_, nullptr);
-        if (std::fclose(file) != 0) fail("cannot close");
-        if (std::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename", " over it");
-        committed_ = true;
-    }
-
-private:
-    // Reads errno before anything else can change it.
-    [[noreturn]] void fail(const char* verb, const char* tail = "") const
-    {
-        const std::string reason = system_message();
-        throw io_error(path_, std::string(verb) + " " + temp_ + tail + ": " + reason);
-    }
-
-    std::string path_;
-    std::string temp_;
-    std::FILE* file_;
-    std::uint32_t crc_ = 0;
-    bool committed_ = false;
-};
-
-inline std::vector<std::byte> read_whole_file(const std::string& path)
-{
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) throw io_error(path, "cannot open: " + system_message());
-    struct stat info {};
-    if (::fstat(::fileno(file), &info) != 0) {
-        const std::string reason = system_message();
-        std::fclose(file);
-        throw io_error(path, "cannot read: " + reason);
-    }
-    std::vector<std::byte> bytes(static_cast<std::size_t>(info.st_size));
-    const bool complete = std::fread(bytes.data(), 1, bytes.size(), file) == bytes.size() && std::fgetc(file) == EOF;
-    const bool failed = std::ferror(file) != 0;
-    const std::string reason = failed ? system_message() : "it changed size while being read";
-    std::fclose(file);
-    if (failed || !complete) throw io_error(path, "cannot read: " + reason);
-    return bytes;
-}
-
 // Magic, version and a size that can hold the smallest checkpoint.
-inline void check_checkpoint_prefix(const std::string& path, const std::vector<std::byte>& file)
+inline void check_checkpoint_prefix(const std::string& path, std::span<const std::byte> file)
 {
     const std::size_t magic_bytes = std::min(file.size(), checkpoint_magic.size());
     for (std::size_t i = 0; i < magic_bytes; ++i)
@@ -205,96 +139,69 @@ inline void check_checkpoint_prefix(const std::string& path, const std::vector<s
                                      " bytes, the smallest checkpoint has " + std::to_string(checkpoint_min_bytes));
 }
 
-// The header's fields, read without trusting any length in them.
-struct checkpoint_layout {
-    checkpoint_contents contents;  // the sections named, their bytes still empty
-    std::vector<std::uint64_t> lengths;
-    std::size_t payload_start = 0;
-    std::string problem;  // empty when header, section table and file length agree
-};
-
-class header_cursor {
-public:
-    header_cursor(const std::byte* data, std::size_t end, std::size_t at) : data_(data), end_(end), at_(at) {}
-    bool overrun() const { return overrun_; }
-    std::size_t at() const { return at_; }
-
-    std::uint64_t number(int bytes)
-    {
-        if (!take(static_cast<std::size_t>(bytes))) return 0;
-        return get_le(data_ + at_ - bytes, bytes);
-    }
-    std::string text()
-    {
-        const std::size_t length = static_cast<std::size_t>(number(4));
-        if (!take(length)) return {};
-        return std::string(reinterpret_cast<const char*>(data_ + at_ - length), length);
-    }
-
-private:
-    bool take(std::size_t bytes)
-    {
-        overrun_ = overrun_ || bytes > end_ - at_;
-        if (!overrun_) at_ += bytes;
-        return !overrun_;
-    }
-
-    const std::byte* data_;
-    std::size_t end_;
-    std::size_t at_;
-    bool overrun_ = false;
-};
-
-inline checkpoint_layout parse_checkpoint_layout(const std::vector<std::byte>& file)
+// The checksum, compared before any length in the file is looked at.
+inline void check_checkpoint_crc(const std::string& path, std::span<const std::byte> file)
 {
-    checkpoint_layout out;
-    const std::size_t size = file.size();
-    const std::size_t body = size - checkpoint_crc_bytes;
+    const std::size_t body = file.size() - checkpoint_crc_bytes;
+    const auto stored = static_cast<std::uint32_t>(get_le(&file[body], 4));
+    const std::uint32_t computed = crc32_update(0, file.data(), body);
+    if (stored != computed)
+        throw format_error(path, "checksum mismatch (stored " + hex32(stored) + ", computed " + hex32(computed) +
+                                     "): the file is corrupt, truncated or has trailing bytes");
+}
+
+// Signature, step and sections of a file whose checksum is right; every
+// length is checked against the bytes that remain before it is used.
+inline checkpoint_contents parse_checkpoint(const std::string& path, std::span<const std::byte> file)
+{
+    const std::span<const std::byte> body = file.first(file.size() - checkpoint_crc_bytes);
     const std::uint64_t header_length = get_le(&file[checkpoint_magic.size() + 4], 8);
-    if (header_length > body) {
-        out.problem = "the header claims " + std::to_string(header_length) + " bytes but the file has only " +
-                      std::to_string(size) + ": truncated?";
-        return out;
-    }
-    header_cursor cursor(file.data(), static_cast<std::size_t>(header_length), checkpoint_prefix_bytes);
-    out.contents.signature = cursor.text();
-    out.contents.step = cursor.number(8);
-    const std::uint64_t count = cursor.number(4);
-    std::unordered_set<std::string> names;
-    for (std::uint64_t i = 0; i < count && !cursor.overrun(); ++i) {
-        std::string name = cursor.text();
-        const std::uint64_t length = cursor.number(8);
-        if (cursor.overrun()) break;
-        if (!names.insert(name).second) {
-            out.problem = "section \"" + name + "\" appears twice";
-            return out;
-        }
-        out.contents.sections.push_back({std::move(name), {}});
-        out.lengths.push_back(length);
-    }
+    if (header_length > body.size())
+        throw format_error(path, "the header claims " + std::to_string(header_length) + " bytes but the file has only " +
+                                     std::to_string(file.size()) + ": truncated?");
     const std::string header_text = "the header's " + std::to_string(header_length) + " bytes";
-    if (cursor.overrun()) {
-        out.problem = "the section table runs past " + header_text;
-        return out;
+    io::byte_reader header(path, body.first(static_cast<std::size_t>(header_length)),
+                           "the section table runs past " + header_text + ": ");
+    header.take_bytes(checkpoint_prefix_bytes);
+    checkpoint_contents out;
+    out.signature = header.take_text(header.take<std::uint32_t>());
+    out.step = header.take<std::uint64_t>();
+    const std::uint32_t count = header.take<std::uint32_t>();
+    constexpr std::size_t entry_min_bytes = 4 + 8;
+    header.need(std::uint64_t{count} * entry_min_bytes);  // before anything is reserved
+    std::vector<std::uint64_t> lengths;
+    std::unordered_set<std::string> names;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        std::string name = header.take_text(header.take<std::uint32_t>());
+        lengths.push_back(header.take<std::uint64_t>());
+        if (!names.insert(name).second)
+            throw format_error(path, "section table inconsistent with the file: section \"" + name + "\" appears twice");
+        out.sections.push_back({std::move(name), {}});
     }
-    if (cursor.at() != header_length) {
-        out.problem = "the section table ends at byte " + std::to_string(cursor.at()) + ", before the end of " + header_text;
-        return out;
+    if (header.remaining() != 0)
+        throw format_error(path, "the section table ends at byte " + std::to_string(header.offset()) +
+                                     ", before the end of " + header_text);
+    io::byte_reader payload(path, body.subspan(static_cast<std::size_t>(header_length)),
+                            "the sections need more bytes than the file's " + std::to_string(file.size()) + ": ");
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const std::span<const std::byte> bytes = payload.take_bytes(lengths[i]);
+        out.sections[i].bytes.assign(bytes.begin(), bytes.end());
     }
-    std::uint64_t payload = 0;
-    for (std::uint64_t length : out.lengths) {
-        if (length > body - header_length - payload) {
-            out.problem = "the sections need more bytes than the file's " + std::to_string(size) + ": truncated?";
-            return out;
-        }
-        payload += length;
-    }
-    if (header_length + payload != body)
-        out.problem = "the sections end at byte " + std::to_string(header_length + payload) +
-                      " but the checksum starts at byte " + std::to_string(body) + ": " +
-                      std::to_string(body - header_length - payload) + " trailing bytes";
-    out.payload_start = static_cast<std::size_t>(header_length);
+    if (payload.remaining() != 0)
+        throw format_error(path, "the sections end " + std::to_string(payload.remaining()) +
+                                     " bytes before the checksum: " + std::to_string(payload.remaining()) +
+                                     " trailing bytes");
     return out;
+}
+
+// Reads a file of at most max_bytes (checked before reading) and checks its
+// prefix, then its checksum, then its layout.
+inline checkpoint_contents read_checkpoint_contents(const std::string& path, std::uint64_t max_bytes)
+{
+    const std::vector<std::byte> file = io::read_file(path, max_bytes, "a checkpoint of this kind");
+    check_checkpoint_prefix(path, file);
+    check_checkpoint_crc(path, file);
+    return parse_checkpoint(path, file);
 }
 
 // A long signature shown around the character where it differs from the other.
@@ -320,41 +227,45 @@ inline void check_signature(const std::string& path, const std::string& found, c
 
 }  // namespace detail
 
-// Writes path.tmp.<pid>, syncs it and renames it over path: a reader sees the
-// old file or the new one, never a mixture. On failure the temporary file is
-// removed, an existing file at path is untouched, and io_error is thrown.
+// The most bytes a checkpoint with this signature, these many sections
+// (names of at most checkpoint_max_name_bytes) and payload bytes can have.
+inline std::uint64_t checkpoint_size_bound(std::string_view signature, std::size_t sections,
+                                           std::uint64_t payload_bytes)
+{
+    return detail::checkpoint_min_bytes + signature.size() +
+           sections * (4 + detail::checkpoint_max_name_bytes + 8) + payload_bytes;
+}
+
+// Writes the file atomically (io/atomic_file.hpp): a reader sees the old file
+// or the new one, never a mixture. On failure the temporary file is removed,
+// an existing file at path is untouched, and io_error is thrown.
 inline void write_checkpoint_file(const std::string& path, const checkpoint_contents& contents)
 {
     const std::vector<std::byte> header = detail::encode_checkpoint_header(contents);
-    detail::checkpoint_temp_file file(path);
-    file.write(header.data(), header.size());
-    for (const checkpoint_section& section : contents.sections) file.write(section.bytes.data(), section.bytes.size());
+    io::atomic_file file(path);
+    std::uint32_t crc = 0;
+    const auto write = [&](const std::byte* data, std::size_t bytes) {
+        file.write(data, bytes);
+        crc = detail::crc32_update(crc, data, bytes);
+    };
+    write(header.data(), header.size());
+    for (const checkpoint_section& section : contents.sections) write(section.bytes.data(), section.bytes.size());
+    std::vector<std::byte> tail;
+    detail::put_le(tail, crc, 4);
+    file.write(tail.data(), tail.size());
     file.commit();
 }
 
-// Reads and checks the whole file (magic, version, checksum, section table
-// against the length, signature); throws format_error unless all agree.
-inline checkpoint_contents read_checkpoint_file(const std::string& path, const std::string& expected_signature)
+// Reads and checks the whole file: its size against max_bytes before reading
+// (pass checkpoint_size_bound when the sections are known), then magic,
+// version, checksum, the section table against the length, and the
+// signature; throws format_error unless all agree (io_error if unreadable).
+inline checkpoint_contents read_checkpoint_file(const std::string& path, const std::string& expected_signature,
+                                                std::uint64_t max_bytes = detail::checkpoint_default_max_bytes)
 {
-    const std::vector<std::byte> file = detail::read_whole_file(path);
-    detail::check_checkpoint_prefix(path, file);
-    const std::size_t body = file.size() - detail::checkpoint_crc_bytes;
-    const std::uint32_t stored = static_cast<std::uint32_t>(detail::get_le(&file[body], 4));
-    const std::uint32_t computed = detail::crc32_update(0, file.data(), body);
-    detail::checkpoint_layout layout = detail::parse_checkpoint_layout(file);
-    if (stored != computed)
-        throw format_error(path, "checksum mismatch (stored " + detail::hex32(stored) + ", computed " +
-                                     detail::hex32(computed) + "): " +
-                                     (layout.problem.empty() ? "the contents are corrupt" : layout.problem));
-    if (!layout.problem.empty()) throw format_error(path, "section table inconsistent with the file: " + layout.problem);
-    detail::check_signature(path, layout.contents.signature, expected_signature);
-    std::size_t at = layout.payload_start;
-    for (std::size_t i = 0; i < layout.lengths.size(); ++i) {
-        const std::size_t length = static_cast<std::size_t>(layout.lengths[i]);
-        layout.contents.sections[i].bytes.assign(file.begin() + at, file.begin() + at + length);
-        at += length;
-    }
-    return std::move(layout.contents);
+    checkpoint_contents contents = detail::read_checkpoint_contents(path, max_bytes);
+    detail::check_signature(path, contents.signature, expected_signature);
+    return contents;
 }
 
 // The section called name, which must hold exactly expected_bytes.

@@ -1,7 +1,9 @@
 // The fused optimizer step: ONE launch updates every parameter of a model
 // from its flat gradient buffer. In the same pass it
 //   - divides out the loss scale and the accumulation count,
-//   - checks every gradient for inf/NaN and skips the whole update if one is found,
+//   - checks every gradient for inf/NaN: with a global pass (loss scaling,
+//     clipping, LAMB, skip_nonfinite) it skips the whole update if one is
+//     found; without one the update pass notes it; the state counts it either way,
 //   - clips to a global gradient norm,
 //   - applies the rule (SGD, AdamW, LAMB) to the fp32 master weights and the
 //     optimizer state, and writes the storage-type weights,
@@ -59,8 +61,9 @@ struct update_args {
     Rule rule;
     Schedule schedule;
     loss_scaler_options scaler;
-    float clip_norm;     // 0: no clipping
-    float grad_divisor;  // micro-batches accumulated into the gradient
+    float clip_norm;      // 0: no clipping
+    float grad_divisor;   // micro-batches accumulated into the gradient
+    bool skip_nonfinite;  // a global pass skips a step with an inf/NaN gradient
 };
 
 template <class T>
@@ -107,9 +110,9 @@ TENET_HD step_plan<T> plan_step(T lr, T inverse_scale, T sum_squares, bool nonfi
 }
 
 template <bool Dynamic, class Rule>
-inline constexpr bool needs_global_pass(float clip_norm)
+inline constexpr bool needs_global_pass(float clip_norm, bool skip_nonfinite)
 {
-    return Dynamic || Rule::layerwise || clip_norm > 0.0f;
+    return Dynamic || Rule::layerwise || clip_norm > 0.0f || skip_nonfinite;
 }
 
 // The rule's state of element i, loaded into registers and stored back.
@@ -147,16 +150,22 @@ TENET_HD void prune_element(const Args& a, std::uint64_t i)
     store_weight(a, i, T(0));
 }
 
-// One element of a non-layerwise rule.
+// One element of a non-layerwise rule; false when its gradient is inf/NaN
+// (how a step without a global pass still reports one).
 template <class Args, class T>
-TENET_HD void update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
+TENET_HD bool update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
 {
-    if (!kept(a, i)) return prune_element<T>(a, i);
+    if (!kept(a, i)) {
+        prune_element<T>(a, i);
+        return true;
+    }
     T s[slot_count<Args>];
     load_slots(a, i, s);
-    const T w = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
+    const T g = a.gradients[i] * multiplier;
+    const T w = a.rule.update(a.master[i], g, s, k);
     store_slots(a, i, s);
     store_weight(a, i, w);
+    return is_finite(g);
 }
 
 // Layerwise phase 1 for one element: advance the moments; return w and r.
@@ -217,7 +226,7 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
     const T inverse_scale = T(1) / (T(Dynamic ? state.loss_scale : 1.0f) * T(a.grad_divisor));
     T sum_squares = T(0);
     bool nonfinite = false;
-    if (needs_global_pass<Dynamic, Rule>(a.clip_norm)) {
+    if (needs_global_pass<Dynamic, Rule>(a.clip_norm, a.skip_nonfinite)) {
         const auto partial = host_blocks<sums<T>>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
             sums<T> s;
             for (std::uint64_t i = begin; i < end; ++i) {
@@ -257,13 +266,16 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
                 });
             }
         } else {
-            host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
-                for (std::uint64_t i = begin; i < end; ++i) update_element(a, i, plan.grad_multiplier, k);
-                return char{};
+            const auto bad = host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+                char found = 0;
+                for (std::uint64_t i = begin; i < end; ++i)
+                    if (!update_element(a, i, plan.grad_multiplier, k)) found = 1;
+                return found;
             });
+            for (const char b : bad) nonfinite = nonfinite || b != 0;
         }
     }
-    *a.state = advance(state, plan.skip, Dynamic, a.scaler, static_cast<float>(plan.lr),
+    *a.state = advance(state, plan.skip, nonfinite, Dynamic, a.scaler, static_cast<float>(plan.lr),
                        static_cast<float>(plan.grad_norm));
 }
 
@@ -314,7 +326,8 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
     const T inverse_scale = T(1) / (T(Dynamic ? state.loss_scale : 1.0f) * T(a.grad_divisor));
     T sum_squares = T(0);
     bool nonfinite = false;
-    if (needs_global_pass<Dynamic, Rule>(a.clip_norm)) {
+    const bool global_pass = needs_global_pass<Dynamic, Rule>(a.clip_norm, a.skip_nonfinite);
+    if (global_pass) {
         T squares = T(0), bad = T(0);
         for (std::uint64_t i = first; i < a.numel; i += stride) {
             const T g = checked_gradient(a, i, inverse_scale);
@@ -353,12 +366,17 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
                     apply_element(a, i, lr_trust, k);
             }
         } else {
-            for (std::uint64_t i = first; i < a.numel; i += stride) update_element(a, i, plan.grad_multiplier, k);
+            T bad = T(0);
+            for (std::uint64_t i = first; i < a.numel; i += stride)
+                if (!update_element(a, i, plan.grad_multiplier, k)) bad = T(1);
+            if (!global_pass) block_partial(bad, a.partials + 2 * blockIdx.x + 1);
         }
     }
-    grid.sync();  // every block has read the state
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        *a.state = advance(state, plan.skip, Dynamic, a.scaler, static_cast<float>(plan.lr),
+    grid.sync();  // every block has read the state (and written its partials)
+    if (blockIdx.x != 0) return;
+    if (!global_pass) nonfinite = grid_total(a.partials + 1, 2) != T(0);
+    if (threadIdx.x == 0)
+        *a.state = advance(state, plan.skip, nonfinite, Dynamic, a.scaler, static_cast<float>(plan.lr),
                            static_cast<float>(plan.grad_norm));
 }
 

@@ -16,8 +16,10 @@
 // - Dynamic loss scaling is on exactly when the policy says so
 //   (fp16_mixed): the backward multiplies by loss_scale(), the step divides it
 //   out, skips a step with an inf/NaN gradient and adjusts the scale. Whenever
-//   the step computes the global gradient norm (loss scaling, clipping, LAMB)
-//   a non-finite gradient skips the update.
+//   the step computes the global gradient norm (loss scaling, clipping, LAMB,
+//   optimizer_options::skip_nonfinite) a non-finite gradient skips the update;
+//   otherwise the update runs (the weights it touches become NaN). Either way
+//   step_state::nonfinite counts the step (read when asked: no sync per step).
 // - Pruning (optimizer_options::masked): the optimizer keeps a
 //   prune::masks<Model>; in the same pass the step drops pruned weights'
 //   gradients and writes those weights, their master copies and their state
@@ -43,6 +45,7 @@ struct optimizer_options {
     float clip_norm = 0.0f;         // clip the global gradient norm to this; 0 is off
     loss_scaler_options scaler{};   // for policies with dynamic loss scaling
     bool masked = false;            // keep pruning masks (masks()) and enforce them in every step
+    bool skip_nonfinite = false;    // skip a step with an inf/NaN gradient (as scaling, clipping, LAMB do)
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr>
@@ -230,6 +233,7 @@ private:
         a.scaler = options_.scaler;
         a.clip_norm = options_.clip_norm;
         a.grad_divisor = divisor;
+        a.skip_nonfinite = options_.skip_nonfinite;
         return a;
     }
 

@@ -23,6 +23,18 @@
 //   data loader, so copies are ordered with the steps.
 // - Models with Dropout replay the captured step's masks in graph mode (the
 //   step number is a host value): train them eagerly.
+// - A bad batch: on the host, step() throws before anything changes when a
+//   valid row's label is out of range (index_error) or a valid entry is
+//   neither 0 nor 1 (tenet::error). The device cannot throw without waiting
+//   for the batch: there such a step's gradient is NaN, which
+//   nonfinite_steps() counts and skip_nonfinite skips (the loss turns NaN).
+// - Padding rows (valid 0) contribute nothing, whatever x holds there (NaN,
+//   inf): the step zeroes them in its own copy of x (one fused pass), since
+//   the weight gradient's 0 * NaN would otherwise be NaN.
+// - Non-finite gradients: nonfinite_steps() counts the steps that had one
+//   (waits when asked, not per step). Loss scaling, clipping, LAMB or
+//   trainer_options{.optimizer{.skip_nonfinite = true}} skip such a step;
+//   otherwise it is applied and the weights become NaN.
 // - Pruning: with trainer_options{.optimizer{.masked = true}} the optimizer
 //   keeps prune::masks (optimizer().masks()); pruned weights stay zero in
 //   every step, pruning between steps works with captured graphs, and
@@ -36,10 +48,14 @@
 #include "graph.hpp"
 #include "optimizer.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tenet::train {
@@ -59,6 +75,7 @@ public:
     using storage_type = typename policy::storage;
     using master_type = nn::gradient_t<policy>;
     using output_shape = typename Model::output_shape;
+    using input_shape = typename Model::input_shape;
     static constexpr bool on_host = host_accessible_v<place>;
 
     trainer(Model& model, Rule rule = {}, Schedule schedule = {}, trainer_options options = {})
@@ -83,6 +100,7 @@ public:
     void step(const X& x, const Labels& labels, const Valid& valid)
     {
         stream_scope on(stream_);
+        if constexpr (on_host) check_cross_entropy_batch<output_shape>(labels, valid);  // before anything changes
         model_.train();
         const std::size_t k = options_.accumulation_steps;
         const auto phase = k == 1 ? phase_kind::only
@@ -137,6 +155,9 @@ public:
         return optimizer_.state();
     }
 
+    // Steps whose gradient held an inf or NaN (waits for the stream).
+    std::uint64_t nonfinite_steps() const { return state().nonfinite; }
+
     // Parameters, master weights, optimizer state, loss-scaler state, the
     // step and the pruning masks (when masked), in one checksummed file
     // written atomically.
@@ -156,13 +177,23 @@ public:
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
-    // checksum, this model's signature, every section's size): on any error
-    // tenet::format_error / io_error is thrown and nothing here has changed.
+    // checksum, this model's signature, every section's size, a step state
+    // advance() could reach, every weight and optimizer state finite -- inf or
+    // NaN there only comes from corruption or a diverged run, and the next
+    // step would spread it): on any error tenet::format_error / io_error is
+    // thrown and nothing here has changed. Pruned weights load as zeros.
     void load(const std::string& path)
     {
         stream_scope on(stream_);
-        const checkpoint_contents contents = read_checkpoint_file(path, signature());
         constexpr std::size_t n = Model::flat_numel;
+        // What save() can write at most: a larger file is refused unread.
+        constexpr std::size_t sections = 3 + optimizer_type::separate_master + Rule::slots;
+        constexpr std::uint64_t payload = std::uint64_t{n} * (sizeof(storage_type) + sizeof(bool)) +
+                                          std::uint64_t{n} * sizeof(master_type) * (optimizer_type::separate_master + Rule::slots) +
+                                          sizeof(step_state);
+        const std::string expected = signature();
+        const checkpoint_contents contents =
+            read_checkpoint_file(path, expected, checkpoint_size_bound(expected, sections, payload));
         const auto& parameters = find_section(contents, "parameters", n * sizeof(storage_type));
         const checkpoint_section* master = nullptr;
         if constexpr (optimizer_type::separate_master) master = &find_section(contents, "master", n * sizeof(master_type));
@@ -170,6 +201,13 @@ public:
         for (std::size_t j = 0; j < Rule::slots; ++j)
             slots[j] = &find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
         const auto& state = find_section(contents, "step_state", sizeof(step_state));
+        step_state s;
+        std::memcpy(&s, state.bytes.data(), sizeof s);
+        if (const char* why = implausible(s, policy::dynamic_loss_scaling, optimizer_.options().scaler); *why)
+            throw format_error(path, std::string("step_state: ") + why);
+        check_finite<storage_type>(path, parameters);
+        if (master) check_finite<master_type>(path, *master);
+        for (const checkpoint_section* slot : slots) check_finite<master_type>(path, *slot);
         std::vector<char> keep;
         if (optimizer_.masked()) {
             const auto& masks = find_section(contents, "masks", n * sizeof(bool));
@@ -181,10 +219,11 @@ public:
         upload(model_.parameters(), parameters);
         if (master) upload(optimizer_.master(), *master);
         for (std::size_t j = 0; j < Rule::slots; ++j) upload(optimizer_.slot(j), *slots[j]);
-        step_state s;
-        std::memcpy(&s, state.bytes.data(), sizeof s);
         optimizer_.set_state(s);
-        if (optimizer_.masked()) optimizer_.masks().from_host(keep, path);
+        if (optimizer_.masked()) {
+            optimizer_.masks().from_host(keep, path);
+            optimizer_.apply_masks();  // the file's pruned weights may not be zero
+        }
         model_.set_step(contents.step);
         micro_ = 0;
     }
@@ -209,6 +248,21 @@ public:
 
 private:
     enum class phase_kind { only, first, middle, last };
+
+    // The rows of the output (valid's shape) with axes of extent 1 up to the
+    // input's rank: a row's mask broadcast over its features.
+    template <class Rows, class Ones>
+    struct append_ones;
+    template <std::size_t... R, std::size_t... K>
+    struct append_ones<Shape<R...>, std::index_sequence<K...>> {
+        using type = Shape<R..., (K * 0 + 1)...>;
+    };
+    using rows_shape = tenet::detail::rowwise::rows_shape_t<output_shape>;
+    static_assert(rows_shape::rank <= input_shape::rank &&
+                      std::equal(rows_shape::extents.begin(), rows_shape::extents.end(), input_shape::extents.begin()),
+                  "tenet: trainer: the model's input shape must begin with its output's rows (a mask entry per row)");
+    using row_mask_shape =
+        typename append_ones<rows_shape, std::make_index_sequence<input_shape::rank - rows_shape::rank>>::type;
 
     struct graph_key {
         const void* x;
@@ -258,7 +312,8 @@ private:
     {
         {
             profile::scoped_range range("forward");
-            const auto& logits = model_.forward(x);
+            stage(x, valid);
+            const auto& logits = model_.forward(staged_);
             cross_entropy_forward(loss_, probs_, logits, labels, valid);
             loss_sum_ = loss_sum_ + loss_;
         }
@@ -282,6 +337,27 @@ private:
         else sum_view = sum_view + gradients;
         if (phase == phase_kind::last)
             optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
+    }
+
+    // staged_ = x with padding rows 0. A mask entry other than 0 and 1 (only
+    // the device gets here with one) makes its row NaN: the step shows as
+    // non-finite rather than silently weighting the row.
+    template <class X, class Valid>
+    void stage(const X& x, const Valid& valid)
+    {
+        const auto row = broadcast_to<input_shape>(reshape<row_mask_shape>(valid));
+        staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
+    }
+
+    template <class T>
+    static void check_finite(const std::string& path, const checkpoint_section& section)
+    {
+        for (std::size_t i = 0; i < section.bytes.size() / sizeof(T); ++i) {
+            T v;
+            std::memcpy(&v, section.bytes.data() + i * sizeof(T), sizeof v);
+            if (!std::isfinite(static_cast<double>(convert<f64>(v))))
+                throw format_error(path, "section " + section.name + " holds inf/NaN at element " + std::to_string(i));
+        }
     }
 
     double read(const Tensor<f32, Shape<>, place>& t) const
@@ -339,6 +415,7 @@ private:
     buffer<master_type, place> accumulated_;
     Tensor<typename policy::accumulate, output_shape, place> probs_;  // f32 for 16-bit policies
     Tensor<storage_type, output_shape, place> dlogits_;
+    Tensor<storage_type, input_shape, place> staged_;  // x with padding rows 0
     Tensor<f32, Shape<>, place> loss_;
     Tensor<f32, Shape<>, place> loss_sum_;
     Tensor<f32, Shape<>, place> correct_;

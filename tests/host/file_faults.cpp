@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -87,8 +88,9 @@ bytes_t with_crc(bytes_t file)
 // (bytes 20-23) FFFFFFFF.
 bytes_t reported_corruption(bytes_t file)
 {
-    for (std::size_t i = 12; i < 20; ++i) file[i] = std::byte{0};
-    for (std::size_t i = 20; i < 24; ++i) file[i] = std::byte{0xFF};
+    REQUIRE(file.size() >= 24);
+    std::fill(file.begin() + 12, file.begin() + 20, std::byte{0});
+    std::fill(file.begin() + 20, file.begin() + 24, std::byte{0xFF});
     return file;
 }
 

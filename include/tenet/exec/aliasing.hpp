@@ -5,9 +5,12 @@
 #pragma once
 
 #include "../memory/error.hpp"
+#include "../numeric/traits.hpp"
 #include "../shape/layout.hpp"
 
 #include <functional>
+#include <string>
+#include <type_traits>
 
 namespace tenet::detail {
 
@@ -62,16 +65,31 @@ void require_memory(const Leaf& leaf)
     if (leaf.data == nullptr) throw error("tenet: an operand or destination has no memory (a moved-from tensor?)");
 }
 
+// "operand 2 of the expression (a f32 Shape<4,3> view)": which leaf, counted
+// from the left as the expression is written.
+template <class Leaf>
+std::string operand_name(std::size_t position)
+{
+    std::string name = "operand " + std::to_string(position) + " of the expression";
+    if constexpr (requires { typename Leaf::element_type; typename Leaf::layout::shape; })
+        name += std::string(" (a ") + element_name<typename Leaf::element_type> + " " +
+                shape_name<typename Leaf::layout::shape>::text().chars + " view)";
+    return name;
+}
+
 template <class Dst, class Src>
 void check_operands(const Dst& destination, const Src& source)
 {
+    std::size_t position = 0;
     source.visit_leaves(
         [&](const auto& leaf, bool direct) {
+            ++position;
             require_memory(leaf);
             if (overlaps(destination, leaf) && !(direct && same_mapping(destination, leaf)))
                 throw aliasing_error(
-                    "tenet: the destination is also read through a different layout in the same assignment "
-                    "(e.g. x = transpose(x)); elements would be overwritten before they are read -- "
+                    "tenet: " + operand_name<std::decay_t<decltype(leaf)>>(position) +
+                    " reads the destination's memory through a different layout (e.g. x = transpose(x), an "
+                    "overlapping slice or a broadcast of x); elements would be overwritten before they are read -- "
                     "assign to a separate tensor first");
         },
         true);

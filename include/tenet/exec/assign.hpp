@@ -161,6 +161,76 @@ void fill(D&& destination, V value)
     assign(detail::destination_view(destination), value);
 }
 
+namespace detail {
+
+template <class Dst, class Src>
+struct compound_shape_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: shape mismatch in compound assignment: destination ") +
+               shape_name<typename Dst::shape>::text() + fixed_string(" vs expression ") +
+               shape_name<typename Src::shape>::text();
+    }
+};
+
+template <class D>
+concept compound_destination = is_tensor<std::remove_cvref_t<D>>::value || is_tensor_view<std::remove_cvref_t<D>>::value;
+
+// d = combine(d, source): the destination read with its own mapping, so one
+// fused pass (or, for y += matmul(a, b), one accumulating GEMM) -- see assign.
+template <class D, class Src, class Combine>
+void compound_assign(D& destination, const Src& source, Combine combine)
+{
+    const auto dst = destination_view(destination);
+    if constexpr (scalar_value<Src>) {
+        assign(dst, combine(dst, source));
+    } else {
+        using S = node_t<const Src&>;
+        if constexpr (!broadcasts_to_v<typename S::shape, typename decltype(dst)::shape>)
+            static_assert(diagnostic<compound_shape_failure<decltype(dst), S>::text()>,
+                          "tenet: shape mismatch in compound assignment");
+        else
+            assign(dst, combine(dst, source));
+    }
+}
+
+}  // namespace detail
+
+// y += e, y -= e, y *= e, y /= e for any expression or scalar e: y = y op e,
+// one kernel (one loop nest on the host); y += matmul(a, b) accumulates in
+// the GEMM (beta = 1 on the device).
+template <detail::compound_destination D, class E>
+    requires(expression<std::decay_t<E>> || scalar_value<E>)
+D&& operator+=(D&& destination, const E& source)
+{
+    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d + e; });
+    return std::forward<D>(destination);
+}
+
+template <detail::compound_destination D, class E>
+    requires(expression<std::decay_t<E>> || scalar_value<E>)
+D&& operator-=(D&& destination, const E& source)
+{
+    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d - e; });
+    return std::forward<D>(destination);
+}
+
+template <detail::compound_destination D, class E>
+    requires(expression<std::decay_t<E>> || scalar_value<E>)
+D&& operator*=(D&& destination, const E& source)
+{
+    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d * e; });
+    return std::forward<D>(destination);
+}
+
+template <detail::compound_destination D, class E>
+    requires(expression<std::decay_t<E>> || scalar_value<E>)
+D&& operator/=(D&& destination, const E& source)
+{
+    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d / e; });
+    return std::forward<D>(destination);
+}
+
 template <class... E>
 struct expression_pack {
     std::tuple<E...> expressions;

@@ -143,6 +143,12 @@ template <class Problem>
 using lt_scale_t = std::conditional_t<std::is_same_v<typename Problem::accumulate_type, f64>, double,
                                       std::conditional_t<std::is_same_v<typename Problem::accumulate_type, i32>, i32, float>>;
 
+// D = alpha A B + beta C: beta 1 accumulates into D (C is D, in place).
+struct lt_scaling {
+    int alpha = 1;
+    int beta = 0;
+};
+
 // The pointers of one call, in tenet's (row-major) roles.
 struct lt_pointers {
     const void* a;
@@ -243,7 +249,7 @@ public:
     // Enqueues the GEMM; false when cuBLASLt reports the call unsupported
     // (nothing was enqueued, and the plan is not used again).
     template <class Problem, class Epilogue>
-    bool run(cublasLtHandle_t handle, const lt_pointers& p, void* workspace, cudaStream_t stream);
+    bool run(cublasLtHandle_t handle, const lt_pointers& p, void* workspace, cudaStream_t stream, lt_scaling scaling);
 
 private:
     template <class V>
@@ -370,12 +376,13 @@ void lt_plan::build(cublasLtHandle_t handle, unsigned alignment, const lt_pointe
 }
 
 template <class Problem, class Epilogue>
-bool lt_plan::run(cublasLtHandle_t handle, const lt_pointers& p, void* workspace, cudaStream_t stream)
+bool lt_plan::run(cublasLtHandle_t handle, const lt_pointers& p, void* workspace, cudaStream_t stream,
+                  lt_scaling scaling)
 {
     using S = lt_scale_t<Problem>;
-    const S alpha = 1, beta = 0;
+    const S alpha = static_cast<S>(scaling.alpha), beta = static_cast<S>(scaling.beta);
     set_pointers(p);
-    // C is D (beta = 0): cuBLASLt's A and B are tenet's B and A.
+    // C is D (read only when beta != 0): cuBLASLt's A and B are tenet's B and A.
     const cublasStatus_t status = cublasLtMatmul(handle, desc_, &alpha, p.b, a_, p.a, b_, &beta, p.d, d_, p.d, d_,
                                                  &algo_, workspace, workspace ? lt_workspace_bytes : 0, stream);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
@@ -406,7 +413,7 @@ lt_plan_cache<Problem, Epilogue>& lt_plans()
 // One GEMM with its epilogue on the stream; false (nothing done) when
 // cuBLASLt has no algorithm for it.
 template <class Problem, class Epilogue>
-bool lt_gemm(const lt_pointers& p, stream_ref stream)
+bool lt_gemm(const lt_pointers& p, stream_ref stream, lt_scaling scaling = {})
 {
     int device = 0;
     TENET_CUDA_CHECK(cudaGetDevice(&device));
@@ -422,7 +429,7 @@ bool lt_gemm(const lt_pointers& p, stream_ref stream)
     }
     if (!plan->supported()) return false;
     void* workspace = plan->needs_workspace() ? lt_workspace(device, stream.get()) : nullptr;
-    return plan->template run<Problem, Epilogue>(handle, p, workspace, stream.get());
+    return plan->template run<Problem, Epilogue>(handle, p, workspace, stream.get(), scaling);
 }
 
 }  // namespace tenet::detail

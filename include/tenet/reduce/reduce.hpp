@@ -51,11 +51,16 @@ struct reduce_expr {
         const auto in = operand.prepare(context);
         const auto out = destination.prepare(context);
         require_memory(out);
+        std::size_t position = 0;
         in.visit_leaves(
             [&](const auto& leaf, bool) {
+                ++position;
                 require_memory(leaf);
+                // the reduction reads every input element of a row after writing its first result
                 if (overlaps(out, leaf))
-                    throw aliasing_error("tenet: a reduction's destination overlaps its input; use a separate tensor");
+                    throw aliasing_error("tenet: a reduction's destination overlaps " +
+                                         operand_name<std::decay_t<decltype(leaf)>>(position) +
+                                         " it reduces; reduce into a separate tensor");
             },
             true);
         if constexpr (host_accessible_v<typename Context::place>) {

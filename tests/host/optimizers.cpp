@@ -316,3 +316,41 @@ TEST_CASE("optimizers: the LR schedule is evaluated from the step count")
         CHECK(opt.state().last_lr == doctest::Approx(lr));
     }
 }
+
+TEST_CASE("optimizers: no schedule means the rule's conventional rate; bad rates and rules are rejected")
+{
+    // AdamW given no schedule trains at 1e-3, as torch.optim.AdamW: exactly
+    // constant_lr{1e-3f}, and the parameters move.
+    host_model<fp32> a(5), b(5);
+    train::optimizer defaulted(a, train::adamw{});
+    train::optimizer given(b, train::adamw{}, train::constant_lr{1e-3f});
+    CHECK(defaulted.schedule().lr == 1e-3f);
+    const auto w0 = parameters_of(a);
+    fill_gradients(a, 80);
+    fill_gradients(b, 80);
+    defaulted.step();
+    given.step();
+    CHECK(parameters_of(a) == parameters_of(b));
+    CHECK(parameters_of(a) != w0);
+    CHECK(defaulted.state().last_lr == 1e-3f);
+    host_model<fp32> lamb_net(5);
+    CHECK(train::optimizer(lamb_net, train::lamb{}).schedule().lr == 1e-3f);
+
+    // A rate that is negative, not finite or zero for the whole schedule: at construction.
+    host_model<fp32> m(6);
+    for (const float lr : {0.0f, -1e-3f, NAN, INFINITY})
+        CHECK_THROWS_AS((train::optimizer(m, train::adamw{}, train::constant_lr{lr})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::adamw{}, train::warmup_cosine_lr{0.0f, 10, 100})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::sgd{}, train::step_lr{NAN, 10, 0.5f})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::lamb{}, train::one_cycle_lr{0.0f, 100})), tenet::error);
+
+    // What torch.optim rejects.
+    CHECK_THROWS_WITH_AS((train::optimizer(m, train::sgd{0.9f, 0.1f, 0.0f, true}, train::constant_lr{0.1f})),
+                         "tenet: sgd: Nesterov momentum requires a momentum and zero dampening", tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::sgd{0.0f, 0.0f, 0.0f, true}, train::constant_lr{0.1f})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::sgd{-0.5f}, train::constant_lr{0.1f})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::sgd{0.9f, 1.5f}, train::constant_lr{0.1f})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::adamw{1.0f}, train::constant_lr{0.1f})), tenet::error);
+    CHECK_THROWS_AS((train::optimizer(m, train::lamb{0.9f, 0.999f, -1.0f}, train::constant_lr{0.1f})), tenet::error);
+    CHECK_NOTHROW((train::optimizer(m, train::sgd{0.9f, 0.0f, 0.0f, true}, train::constant_lr{0.1f})));
+}

@@ -206,8 +206,20 @@ TEST_CASE("one_cycle_lr rises to max_lr, then falls to its minimum")
 
 TEST_CASE("check() rejects configurations whose formulas are undefined")
 {
-    CHECK_NOTHROW(constant_lr{0}.check());
+    CHECK_NOTHROW(constant_lr{1e-3f}.check());
+    // a rate that is negative, not finite, or zero for the whole schedule
+    CHECK_THROWS_WITH_AS(constant_lr{0}.check(),
+                         "tenet: constant_lr: lr must be positive and finite (got 0.000000; a rate of 0 never moves the "
+                         "parameters)",
+                         tenet::error);
     CHECK_THROWS_AS(constant_lr{-1}.check(), tenet::error);
+    CHECK_THROWS_AS(constant_lr{NAN}.check(), tenet::error);
+    CHECK_THROWS_AS(constant_lr{INFINITY}.check(), tenet::error);
+    CHECK_THROWS_AS((warmup_cosine_lr{0.0f, 10, 100}.check()), tenet::error);
+    CHECK_THROWS_AS((warmup_cosine_lr{0.1f, 10, 100, NAN}.check()), tenet::error);
+    CHECK_NOTHROW((warmup_cosine_lr{0.1f, 10, 100, 0.0f}.check()));  // a floor of 0 is fine
+    CHECK_THROWS_AS((one_cycle_lr{0.0f, 10}.check()), tenet::error);
+    CHECK_THROWS_AS((step_lr{0.0f, 3, 0.5f}.check()), tenet::error);
     CHECK_NOTHROW((step_lr{0.1f, 1, 0.5f}.check()));
     CHECK_THROWS_WITH_AS((step_lr{0.1f, 0, 0.5f}.check()), "tenet: step_lr: step_size must be positive", tenet::error);
     CHECK_THROWS_AS((step_lr{0.1f, 3, 0.0f}.check()), tenet::error);

@@ -193,3 +193,12 @@ TEST_CASE("trainer: checkpoints round-trip and bad files leave the model untouch
     CHECK_THROWS_AS(t.load(temp_path("does_not_exist.ckpt")), tenet::io_error);
     std::remove(path.c_str());
 }
+
+TEST_CASE("trainer: no schedule means the rule's conventional rate, never a silent 0")
+{
+    model_t<fp32, 8> m(21);
+    train::trainer adamw_default(m, train::adamw{});
+    CHECK(adamw_default.optimizer().schedule().lr == 1e-3f);
+    model_t<fp32, 8> other(21);
+    CHECK_THROWS_AS((train::trainer(other, train::adamw{}, train::constant_lr{0.0f})), tenet::error);
+}

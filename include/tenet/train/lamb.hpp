@@ -9,7 +9,9 @@
 #pragma once
 
 #include "../expr/math.hpp"
+#include "hyperparameters.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,8 +24,19 @@ struct lamb {
     float weight_decay = 1e-2f;
 
     static constexpr const char* name = "lamb";
+    static constexpr float default_lr = 1e-3f;  // what an optimizer given no schedule uses
     static constexpr std::size_t slots = 2;
     static constexpr bool layerwise = true;
+
+    // As apex's FusedLAMB: betas in [0, 1), eps and weight_decay >= 0.
+    void check() const
+    {
+        detail::require_hyperparameter(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1, "lamb",
+                                       "beta1 and beta2 must lie in [0, 1)");
+        detail::require_hyperparameter(eps >= 0 && std::isfinite(eps), "lamb", "eps must be >= 0 and finite");
+        detail::require_hyperparameter(weight_decay >= 0 && std::isfinite(weight_decay), "lamb",
+                                       "weight_decay must be >= 0 and finite");
+    }
 
     template <class T>
     struct constants {

@@ -69,7 +69,8 @@ public:
     // Master weights (when separate) and the rule's state, in bytes.
     static constexpr std::size_t state_bytes = ((separate_master ? numel : 0) + Rule::slots * numel) * sizeof(master_type);
 
-    explicit optimizer(Model& model, Rule rule = {}, Schedule schedule = {}, optimizer_options options = {})
+    explicit optimizer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
+                       optimizer_options options = {})
         : model_(model), rule_(rule), schedule_(schedule), options_(options),
           master_(separate_master ? numel : 0, current_stream()),
           slots_(Rule::slots * numel, current_stream()),
@@ -79,6 +80,7 @@ public:
         if (options.masked) masks_ = std::make_unique<prune::masks<Model>>(model);
         static_assert(on_host || TENET_CUDA_COMPILER,
                       "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
+        if constexpr (requires { rule.check(); }) rule.check();
         if constexpr (requires { schedule.check(); }) schedule.check();
         assign(flat(slots_.data(), std::integral_constant<std::size_t, Rule::slots * numel>{}), 0);
         load_master_from_parameters();

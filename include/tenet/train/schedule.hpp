@@ -4,16 +4,19 @@
 // update numbered `step`, counting from 0 (the first update uses step 0): the
 // closed forms of PyTorch's schedulers with `scheduler.step()` after every
 // `optimizer.step()`. Rates are computed in f32. `check()` (host) throws
-// tenet::error for a configuration whose formula is undefined; the trainer
-// calls it once before training.
+// tenet::error for a configuration whose formula is undefined or whose rate
+// is negative, not finite, or zero for the whole schedule (parameters that
+// never move); the optimizer calls it once, at construction.
 #pragma once
 
 #include "../config.hpp"
 #include "../expr/math.hpp"
 #include "../memory/error.hpp"
+#include "hyperparameters.hpp"
 
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <type_traits>
@@ -27,9 +30,19 @@ concept lr_schedule = std::is_trivially_copyable_v<S> && requires(const S& s, st
 
 namespace detail {
 
-inline void require_schedule(bool ok, const char* schedule, const char* what)
+// A peak rate: positive and finite (NaN fails both comparisons).
+inline void require_rate(float lr, const char* schedule, const char* name)
 {
-    if (!ok) throw error(std::string("tenet: ") + schedule + ": " + what);
+    if (!(lr > 0 && lr <= std::numeric_limits<float>::max()))
+        throw error(std::string("tenet: ") + schedule + ": " + name + " must be positive and finite (got " +
+                    std::to_string(lr) + "; a rate of 0 never moves the parameters)");
+}
+
+// A floor: >= 0 and finite.
+inline void require_floor(float lr, const char* schedule, const char* name)
+{
+    if (!(lr >= 0 && lr <= std::numeric_limits<float>::max()))
+        throw error(std::string("tenet: ") + schedule + ": " + name + " must be >= 0 and finite");
 }
 
 // PyTorch's _annealing_cos: from `start` at pct 0 to `end` at pct 1.
@@ -44,7 +57,7 @@ TENET_HD inline float annealing_cos(float start, float end, float pct)
 struct constant_lr {
     float lr;
 
-    void check() const { detail::require_schedule(lr >= 0, "constant_lr", "lr must be >= 0"); }
+    void check() const { detail::require_rate(lr, "constant_lr", "lr"); }
     TENET_HD constexpr float operator()(std::uint64_t) const { return lr; }
 };
 
@@ -56,9 +69,9 @@ struct step_lr {
 
     void check() const
     {
-        detail::require_schedule(lr >= 0, "step_lr", "lr must be >= 0");
-        detail::require_schedule(step_size > 0, "step_lr", "step_size must be positive");
-        detail::require_schedule(gamma > 0, "step_lr", "gamma must be positive");
+        detail::require_rate(lr, "step_lr", "lr");
+        detail::require_hyperparameter(step_size > 0, "step_lr", "step_size must be positive");
+        detail::require_rate(gamma, "step_lr", "gamma");
     }
     TENET_HD float operator()(std::uint64_t step) const
     {
@@ -81,8 +94,9 @@ struct warmup_cosine_lr {
 
     void check() const
     {
-        detail::require_schedule(lr >= 0 && min_lr >= 0, "warmup_cosine_lr", "lr and min_lr must be >= 0");
-        detail::require_schedule(warmup_steps <= total_steps, "warmup_cosine_lr",
+        detail::require_rate(lr, "warmup_cosine_lr", "lr");
+        detail::require_floor(min_lr, "warmup_cosine_lr", "min_lr");
+        detail::require_hyperparameter(warmup_steps <= total_steps, "warmup_cosine_lr",
                                  "warmup_steps must not exceed total_steps");
     }
     TENET_HD float operator()(std::uint64_t step) const
@@ -107,12 +121,12 @@ struct one_cycle_lr {
 
     void check() const
     {
-        detail::require_schedule(max_lr >= 0, "one_cycle_lr", "max_lr must be >= 0");
-        detail::require_schedule(div_factor > 0 && final_div_factor > 0, "one_cycle_lr",
-                                 "div_factor and final_div_factor must be positive");
+        detail::require_rate(max_lr, "one_cycle_lr", "max_lr");
+        detail::require_rate(div_factor, "one_cycle_lr", "div_factor");
+        detail::require_rate(final_div_factor, "one_cycle_lr", "final_div_factor");
         // Both phases need a positive length: 0 < pct_start*total_steps - 1 < total_steps - 1.
         const double warm_end = static_cast<double>(pct_start) * static_cast<double>(total_steps) - 1;
-        detail::require_schedule(pct_start > 0 && pct_start < 1 && warm_end > 0 &&
+        detail::require_hyperparameter(pct_start > 0 && pct_start < 1 && warm_end > 0 &&
                                      warm_end < static_cast<double>(total_steps) - 1,
                                  "one_cycle_lr", "pct_start * total_steps must lie in (1, total_steps)");
     }
@@ -127,5 +141,28 @@ struct one_cycle_lr {
         return detail::annealing_cos(max_lr, initial / final_div_factor, (s - warm_end) / (last - warm_end));
     }
 };
+
+// What an optimizer or trainer given no schedule trains with: the rule's
+// conventional rate (Rule::default_lr: AdamW's 1e-3 as in PyTorch, LAMB's
+// 1e-3 as in apex's FusedLAMB) at every step. A rule without one (SGD) must
+// be given its rate: a compile error otherwise. A schedule type named without
+// a value is value-initialised, and its check() rejects the zero rate.
+template <class Rule>
+concept has_default_lr = requires {
+    { Rule::default_lr } -> std::convertible_to<float>;
+};
+
+template <class Rule, class Schedule>
+Schedule default_schedule()
+{
+    if constexpr (!std::is_same_v<Schedule, constant_lr>) {
+        return Schedule{};
+    } else {
+        static_assert(has_default_lr<Rule>, "tenet: this optimizer rule has no conventional learning rate (SGD): "
+                                            "give it a schedule, e.g. train::constant_lr{0.01f}");
+        if constexpr (has_default_lr<Rule>) return constant_lr{Rule::default_lr};
+        else return constant_lr{0};
+    }
+}
 
 }  // namespace tenet::train

@@ -4,7 +4,9 @@
 #pragma once
 
 #include "../config.hpp"
+#include "hyperparameters.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -19,6 +21,18 @@ struct sgd {
     static constexpr const char* name = "sgd";
     static constexpr std::size_t slots = 1;  // the momentum buffer
     static constexpr bool layerwise = false;
+
+    // As torch.optim.SGD: Nesterov needs momentum and zero dampening.
+    void check() const
+    {
+        detail::require_hyperparameter(momentum >= 0 && std::isfinite(momentum), "sgd",
+                                       "momentum must be >= 0 and finite");
+        detail::require_hyperparameter(dampening >= 0 && dampening <= 1, "sgd", "dampening must lie in [0, 1]");
+        detail::require_hyperparameter(weight_decay >= 0 && std::isfinite(weight_decay), "sgd",
+                                       "weight_decay must be >= 0 and finite");
+        detail::require_hyperparameter(!nesterov || (momentum > 0 && dampening == 0), "sgd",
+                                       "Nesterov momentum requires a momentum and zero dampening");
+    }
 
     template <class T>
     struct constants {

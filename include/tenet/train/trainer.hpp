@@ -78,7 +78,8 @@ public:
     using input_shape = typename Model::input_shape;
     static constexpr bool on_host = host_accessible_v<place>;
 
-    trainer(Model& model, Rule rule = {}, Schedule schedule = {}, trainer_options options = {})
+    trainer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
+            trainer_options options = {})
         : model_(model), options_(checked(options)), optimizer_(model, rule, schedule, options.optimizer),
           accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
     {

@@ -266,6 +266,9 @@ TEST_CASE("every binary rule matches finite differences")
     binary("multiplies", [](auto a, auto b) { return a * b; });
     binary("divides", [](auto a, auto b) { return a / b; }, {}, nonzero);
     binary("pow", [](auto a, auto b) { return pow(a, b); }, {0.2, 3}, {-2, 2});
+    // fmod away from its jumps: a / b in [2.1, 2.67], so trunc(a / b) = 2 and d/db = -2
+    binary("fmod", [](auto a, auto b) { return fmod(a, b); }, {2.1, 2.4}, {0.9, 1.0});
+    binary("operator%", [](auto a, auto b) { return (-a) % b; }, {2.1, 2.4}, {0.9, 1.0});
     // min/max: operands kept apart (a tie is a kink); the shift moves b off a
     // (b - a + 0.01 is never 0 for bf16 values, so equal operands are separated too)
     binary("max", [](auto a, auto b) { return max(a, b + 0.05 * sign(b - a + 0.01)); });

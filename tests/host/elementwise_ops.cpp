@@ -3,6 +3,8 @@
 // infinite and NaN values), with tolerances derived from the storage type.
 #include "op_cases.hpp"
 
+#include <cmath>
+#include <cstring>
 #include <string>
 
 using namespace tenet;
@@ -120,6 +122,59 @@ TEST_CASE("integer arithmetic wraps, divides by zero to 0, and promotes with flo
     CHECK(narrow(0) == 127);
     CHECK(narrow(1) == -128);
     CHECK(narrow(3) == -7);
+}
+
+TEST_CASE("fmod and % on integers: truncated, the sign of the dividend, 0 for % 0 and INT_MIN % -1")
+{
+    constexpr i32 int_min = -2147483647 - 1;
+    using S = Shape<12>;
+    Tensor<i32, S, Host> a, b, r, f;
+    const i32 av[] = {7, -7, 7, -7, 5, 0, int_min, int_min, 2147483647, 13, -13, 6};
+    const i32 bv[] = {3, 3, -3, -3, 0, 4, -1, 7, -2, 13, 1, -4};
+    for (int i = 0; i < 12; ++i) {
+        a(i) = av[i];
+        b(i) = bv[i];
+    }
+    testing::poison(r);
+    testing::poison(f);
+    r = a % b;
+    f = fmod(a, b);
+    for (int i = 0; i < 12; ++i) {
+        CAPTURE(i);
+        const i32 want = (bv[i] == 0 || bv[i] == -1) ? 0 : av[i] % bv[i];  // C++ %: truncated
+        CHECK(r(i) == want);
+        CHECK(f(i) == want);
+    }
+    CHECK(r(1) == -1);  // the sign of the dividend, as torch.fmod
+    CHECK(r(2) == 1);
+    // i8 storage computes in i32; an integer scalar keeps it integral, a float makes it f32
+    Tensor<i8, Shape<4>, Host> small, small_r;
+    const i8 sv[] = {-128, 127, -5, 9};
+    for (int i = 0; i < 4; ++i) small(i) = sv[i];
+    small_r = small % 7;
+    for (int i = 0; i < 4; ++i) CHECK(small_r(i) == sv[i] % 7);
+    Tensor<f32, Shape<4>, Host> mixed;
+    mixed = small % 2.5f;
+    for (int i = 0; i < 4; ++i) CHECK(mixed(i) == std::fmod(static_cast<float>(sv[i]), 2.5f));
+}
+
+TEST_CASE("fmod on floats: NaN for a zero divisor or an infinite dividend, the dividend for an infinite divisor")
+{
+    using S = Shape<8>;
+    Tensor<f32, S, Host> a, b, r;
+    const float av[] = {5.5f, -5.5f, 1.0f, INFINITY, 3.0f, NAN, -0.0f, 1e30f};
+    const float bv[] = {2.0f, 2.0f, 0.0f, 2.0f, INFINITY, 1.0f, 3.0f, 7.0f};
+    for (int i = 0; i < 8; ++i) {
+        a(i) = av[i];
+        b(i) = bv[i];
+    }
+    r = a % b;
+    for (int i = 0; i < 8; ++i) {
+        CAPTURE(i);
+        const float want = std::fmod(av[i], bv[i]);
+        if (std::isnan(want)) CHECK(std::isnan(r(i)));
+        else CHECK(std::memcmp(&r(i), &want, sizeof want) == 0);  // -0.0 stays -0.0
+    }
 }
 
 TEST_CASE("in-place elementwise assignment reads each element before writing it")

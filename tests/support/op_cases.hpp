@@ -80,6 +80,12 @@ void binary_cases(Run& run)
                [](double x, double y) { return x * y; }, tolerance{0.5}, unit_scale2);
     run.binary("divides", [](const auto& a, const auto& b) { return a / b; }, [](double x, double y) { return x / y; },
                tolerance{0.5}, unit_scale2);
+    // exact in f32 (the remainder is representable): only the store rounds
+    run.binary("fmod", [](const auto& a, const auto& b) { return fmod(a, b); },
+               [](double x, double y) { return std::fmod(x, y); }, tolerance{0}, unit_scale2);
+    run.binary("operator%", [](const auto& a, const auto& b) { return (a * 8.0f) % b; },
+               [](double x, double y) { return std::fmod(static_cast<double>(static_cast<float>(x * 8)), y); },
+               tolerance{0}, unit_scale2);  // x * 8 in the f32 compute type (it may overflow there)
     run.binary("min", [](const auto& a, const auto& b) { return min(a, b); }, ref_min, tolerance{0}, unit_scale2);
     run.binary("max", [](const auto& a, const auto& b) { return max(a, b); }, ref_max, tolerance{0}, unit_scale2);
     run.binary("pow", [](const auto& a, const auto& b) { return pow(abs(a), b * 0.125f); },

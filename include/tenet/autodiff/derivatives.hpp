@@ -115,6 +115,17 @@ struct rule<ops::power> : every_operand {
     }
 };
 
+// fmod(a, b) = a - trunc(a / b) b: d/da = 1, d/db = -trunc(a / b).
+template <>
+struct rule<ops::fmod> : every_operand {
+    template <std::size_t J, class G, class Y, class A, class B>
+    TENET_HD static G adjoint(const ops::fmod&, G g, Y, A a, B b)
+    {
+        if constexpr (J == 0) return g;
+        else return -g * math::trunc(as<G>(a) / as<G>(b));
+    }
+};
+
 template <>
 struct rule<ops::negate> : every_operand {
     template <std::size_t, class G, class Y, class X>

@@ -130,6 +130,26 @@ struct power {
     }
 };
 
+// fmod(a, b) and a % b: the truncated remainder, with the sign of a (C's
+// fmod, C++'s %, PyTorch's torch.fmod). Floats: fmod(a, 0), fmod(inf, b) and
+// NaN operands give NaN; fmod(a, inf) = a. Integers: a % 0 gives 0 (as
+// integer division by 0 does here) and INT_MIN % -1 gives 0.
+struct fmod {
+    static constexpr auto name() { return ::tenet::detail::fixed_string("fmod"); }
+    template <class A, class B>
+    TENET_HD auto operator()(A a, B b) const
+    {
+        using R = arithmetic_t<A, B>;
+        const R x = convert<R>(a), y = convert<R>(b);
+        if constexpr (std::is_same_v<R, i32>) {
+            if (y == 0 || y == -1) return i32{0};
+            return static_cast<i32>(x % y);
+        } else {
+            return math::fmod(x, y);
+        }
+    }
+};
+
 // Comparisons compare in the operands' common arithmetic type and give bool.
 template <class A, class B>
 using compared_t = arithmetic_t<A, B>;

@@ -78,6 +78,8 @@ template <class T> TENET_HD T pow(T x, T y) { if constexpr (is_single<T>) return
 // errno (-fno-math-errno).
 template <class T> TENET_HD T sqrt(T x) { if constexpr (is_single<T>) return ::sqrtf(x); else return ::sqrt(x); }
 template <class T> TENET_HD T fabs(T x) { if constexpr (is_single<T>) return ::fabsf(x); else return ::fabs(x); }
+template <class T> TENET_HD T fmod(T x, T y) { if constexpr (is_single<T>) return ::fmodf(x, y); else return ::fmod(x, y); }
+template <class T> TENET_HD T trunc(T x) { if constexpr (is_single<T>) return ::truncf(x); else return ::trunc(x); }
 
 template <class T>
 TENET_HD T rsqrt(T x)

@@ -113,6 +113,8 @@ auto operator*(A&& a, B&& b) { return detail::make_binary<ops::multiplies>(std::
 template <class A, class B> requires detail::binary_operands<A, B>
 auto operator/(A&& a, B&& b) { return detail::make_binary<ops::divides>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires detail::binary_operands<A, B>
+auto operator%(A&& a, B&& b) { return detail::make_binary<ops::fmod>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
 auto operator<(A&& a, B&& b) { return detail::make_binary<ops::less>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires detail::binary_operands<A, B>
 auto operator<=(A&& a, B&& b) { return detail::make_binary<ops::less_equal>(std::forward<A>(a), std::forward<B>(b)); }
@@ -129,6 +131,8 @@ template <class A, class B> requires detail::binary_operands<A, B>
 auto min(A&& a, B&& b) { return detail::make_binary<ops::minimum>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires detail::binary_operands<A, B>
 auto max(A&& a, B&& b) { return detail::make_binary<ops::maximum>(std::forward<A>(a), std::forward<B>(b)); }
+template <class A, class B> requires detail::binary_operands<A, B>
+auto fmod(A&& a, B&& b) { return detail::make_binary<ops::fmod>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires detail::binary_operands<A, B>
 auto pow(A&& a, B&& b) { return detail::make_binary<ops::power>(std::forward<A>(a), std::forward<B>(b)); }
 template <class A, class B> requires detail::binary_operands<A, B>

@@ -80,6 +80,14 @@ TEST_CASE("device models equal host models: fused relu/gelu units, LayerNorm, ac
     check_device_matches_host<net, fp16_mixed, Shape<256, 64>, Shape<256, 10>>(5e-3);
 }
 
+TEST_CASE("device LayerNorm with a large eps and no affine parameters equals the host's")
+{
+    using norm = nn::LayerNorm<48, nn::layernorm_options{.eps = 0.5f, .affine = false}>;
+    using net = nn::Sequential<nn::Linear<64, 48>, nn::Tanh, norm, nn::Linear<48, 10>>;
+    check_device_matches_host<net, fp32, Shape<256, 64>, Shape<256, 10>>(1e-4);
+    check_device_matches_host<net, bf16_mixed, Shape<256, 64>, Shape<256, 10>>(2e-2);
+}
+
 TEST_CASE("device dropout draws the host's mask")
 {
     using S = Shape<128, 256>;

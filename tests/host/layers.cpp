@@ -206,6 +206,12 @@ TEST_CASE("every layer's backward against central finite differences (float64)")
         using net = nn::Sequential<nn::Linear<4, 6>, nn::ReLU, nn::LayerNorm<6>, nn::Linear<6, 3>, nn::GELU>;
         check_gradients_f64<nn::model<net, f64_policy, Shape<2, 3, 4>, Host>>(50);
     }
+    SUBCASE("LayerNorm without affine parameters, with a large eps")
+    {
+        using norm = nn::LayerNorm<6, nn::layernorm_options{.eps = 0.5f, .affine = false}>;
+        using net = nn::Sequential<nn::Linear<5, 6>, nn::Tanh, norm, nn::Linear<6, 3>>;
+        check_gradients_f64<nn::model<net, f64_policy, Shape<4, 5>, Host>>(45);
+    }
     SUBCASE("nested Sequentials")
     {
         using inner = nn::Sequential<nn::Linear<4, 5>, nn::Tanh>;
@@ -217,6 +223,36 @@ TEST_CASE("every layer's backward against central finite differences (float64)")
         CHECK(table.count("1.bias") == 1);
         CHECK(table.count("2.1.weight") == 1);
         check_gradients_f64<M>(60);
+    }
+}
+
+TEST_CASE("LayerNorm options: eps and no affine parameters, against float64")
+{
+    constexpr float eps = 0.5f;  // large, so that it matters
+    using plain = nn::model<nn::Sequential<nn::LayerNorm<8, nn::layernorm_options{.eps = eps, .affine = false}>>, fp32,
+                            Shape<5, 8>, Host>;
+    static_assert(plain::flat_numel == 0, "no affine parameters: none at all");
+    using affine = nn::model<nn::Sequential<nn::LayerNorm<8, nn::layernorm_options{.eps = eps}>>, fp32, Shape<5, 8>, Host>;
+    static_assert(nn::model<nn::Sequential<nn::LayerNorm<8>>, fp32, Shape<5, 8>, Host>::flat_numel == affine::flat_numel);
+    plain p(1);
+    affine a(1);
+    const auto x = random_tensor<f32, Shape<5, 8>>(7);
+    const auto& y = p.forward(x);
+    // gamma 2.5 and beta -1 in the affine twin (initialised to 1 and 0)
+    for (std::size_t i = 0; i < 8; ++i) {
+        a.parameters()[i] = 2.5f;
+        a.parameters()[affine::flat_numel / 2 + i] = -1.0f;
+    }
+    const auto& ya = a.forward(x);
+    for (std::size_t r = 0; r < 5; ++r) {
+        double mean = 0, var = 0;
+        for (std::size_t c = 0; c < 8; ++c) mean += x.data()[r * 8 + c] / 8.0;
+        for (std::size_t c = 0; c < 8; ++c) var += (x.data()[r * 8 + c] - mean) * (x.data()[r * 8 + c] - mean) / 8.0;
+        for (std::size_t c = 0; c < 8; ++c) {
+            const double want = (x.data()[r * 8 + c] - mean) / std::sqrt(var + eps);
+            CHECK(y.data()[r * 8 + c] == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+            CHECK(ya.data()[r * 8 + c] == doctest::Approx(2.5 * want - 1).epsilon(1e-5).scale(1.0));
+        }
     }
 }
 
@@ -312,6 +348,32 @@ TEST_CASE("bf16 and f32 models agree with the float64 model holding the same par
         CHECK(std::sqrt(err32) <= 1e-5 * std::sqrt(norm) + 1e-7);
         CHECK(std::sqrt(err16) <= 0.05 * std::sqrt(norm) + 1e-3);
     }
+}
+
+TEST_CASE("model::backward takes dy of any floating type, rounded once to the storage type")
+{
+    using net = nn::Sequential<nn::Linear<12, 16>, nn::ReLU, nn::Linear<16, 5>>;
+    using In = Shape<8, 12>;
+    using Out = Shape<8, 5>;
+    nn::model<net, bf16_mixed, In, Host> by_f32(3), by_hand(3), by_expression(3);
+    Tensor<bf16, In, Host> x;
+    const auto x32 = random_tensor<f32, In>(4);
+    x = x32;
+    const auto dy = random_tensor<f32, Out>(5);  // f32 gradient for a bf16 model
+    Tensor<bf16, Out, Host> dy16;
+    for (std::size_t i = 0; i < Out::numel; ++i) dy16.data()[i] = convert<bf16>(dy.data()[i]);
+    by_f32.forward(x);
+    by_hand.forward(x);
+    by_expression.forward(x);
+    by_f32.backward(dy);
+    by_hand.backward(dy16);
+    by_expression.backward(dy * 2.0f - dy);  // an expression: evaluated once, rounded once
+    constexpr std::size_t n = decltype(by_f32)::flat_numel;
+    CHECK(std::memcmp(by_f32.gradients(), by_hand.gradients(), n * sizeof(f32)) == 0);
+    CHECK(std::memcmp(by_expression.gradients(), by_hand.gradients(), n * sizeof(f32)) == 0);
+    bool any_nonzero = false;
+    for (std::size_t i = 0; i < n; ++i) any_nonzero |= by_f32.gradients()[i] != 0;
+    CHECK(any_nonzero);
 }
 
 TEST_CASE("model: byte counts, flat buffers and parameter names")

@@ -76,3 +76,16 @@ constexpr V scalar_as(S s)
 }
 
 }  // namespace tenet::detail
+
+namespace tenet {
+
+// full<S>(v): v at every index of shape S, as torch.full -- no memory, any
+// place (a LayerNorm without affine parameters scales by full<Shape<N>>(1)).
+template <shape_type S, scalar_value V>
+auto full(V value)
+{
+    using T = std::conditional_t<std::is_floating_point_v<V>, f32, i32>;
+    return detail::scalar_expr<T, S>{detail::scalar_as<T>(value)};
+}
+
+}  // namespace tenet

@@ -17,6 +17,7 @@
 #include "../tensor/copy.hpp"
 #include "sequential.hpp"
 
+#include <memory>
 #include <string>
 
 namespace tenet::nn {
@@ -84,13 +85,25 @@ public:
     }
 
     // Gradients of every parameter, given the gradient of the output (dy has
-    // the output's shape). Overwrites the gradient buffer.
+    // the output's shape). Overwrites the gradient buffer. dy of another
+    // element type (an f32 dy for a bf16 model) or an expression is converted
+    // once, rounding to the storage type, into a buffer the model keeps.
     template <class DY>
+        requires expression<std::decay_t<DY>>
     void backward(const DY& dy)
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
-        no_previous_layer none;
-        layer_.backward(dy, no_input_gradient{}, step_info_now(), none);
+        using shape = typename std::decay_t<DY>::shape;
+        if constexpr (!std::is_same_v<shape, output_shape>) {
+            static_assert(tenet::detail::diagnostic<backward_shape_failure<shape>::text()>, "tenet: model::backward: dy's shape");
+        } else if constexpr (stored_as<DY, storage_type>) {
+            no_previous_layer none;
+            layer_.backward(dy, no_input_gradient{}, step_info_now(), none);
+        } else {
+            if (!staged_dy_) staged_dy_ = std::make_unique<output_tensor>();
+            *staged_dy_ = dy;
+            backward(*staged_dy_);
+        }
     }
 
     const output_tensor& output() const { return output_; }
@@ -136,11 +149,32 @@ private:
 
     step_info step_info_now() const { return {seed_, step_, training_}; }
 
+    template <class S>
+    struct backward_shape_failure {
+        static constexpr auto text()
+        {
+            using tenet::detail::fixed_string, tenet::detail::shape_name;
+            return fixed_string("tenet: model::backward: dy must have the output's shape ") +
+                   shape_name<output_shape>::text() + fixed_string(", not ") + shape_name<S>::text();
+        }
+    };
+
+    // A tensor or view holding elements of T (what the layers read in place).
+    template <class D, class T>
+    static constexpr bool stored_as = [] {
+        using N = std::decay_t<D>;
+        if constexpr (is_tensor<N>::value || is_tensor_view<N>::value)
+            return std::is_same_v<std::remove_const_t<typename N::element_type>, T>;
+        else
+            return false;
+    }();
+
     buffer<storage_type, Place> values_;
     buffer<gradient_type, Place> gradients_;
     buffer<std::byte, Place> recompute_;
     layer_type layer_;
     output_tensor output_;
+    std::unique_ptr<output_tensor> staged_dy_;  // dy converted to the storage type, made on first need
     std::uint64_t seed_;
     std::uint64_t step_ = 0;
     bool training_ = true;

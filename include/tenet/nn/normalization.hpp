@@ -2,12 +2,24 @@
 // by gamma and shifts by beta (both [N], initialised to 1 and 0 as in
 // PyTorch). The forward saves each row's mean and 1/stddev (f32) for the
 // backward; each direction is one row-wise kernel (nn/layernorm.hpp).
+//
+// Options, as PyTorch's eps and elementwise_affine:
+//   nn::LayerNorm<N, nn::layernorm_options{.eps = 1e-6f, .affine = false}>
+// Without affine parameters the layer has none (parameter_count 0); its
+// backward still reduces the unused gamma/beta gradients (N values a batch)
+// into scratch of its own.
 #pragma once
 
 #include "row_ops.hpp"
 #include "layer.hpp"
 
 namespace tenet::nn {
+
+struct layernorm_options {
+    float eps = 1e-5f;   // added to the variance
+    bool affine = true;  // learnable gamma and beta
+};
+
 namespace detail {
 
 template <std::size_t N, class S>
@@ -26,7 +38,7 @@ struct layer_norm_output {
     using type = S;
 };
 
-template <precision_policy P, class S, class Place, std::size_t N>
+template <precision_policy P, class S, class Place, std::size_t N, layernorm_options Options>
 class layer_norm_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
@@ -37,21 +49,23 @@ public:
     using input_shape = S;
     using output_shape = S;
     static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = 2 * N;
-    static constexpr std::size_t parameter_numel = 2 * padded_numel<storage>(N);
+    static constexpr bool affine = Options.affine;
+    static constexpr std::size_t parameter_count = affine ? 2 * N : 0;
+    static constexpr std::size_t parameter_numel = affine ? 2 * padded_numel<storage>(N) : 0;
     static constexpr std::size_t activation_bytes = 2 * rows::numel * sizeof(f32);
     static constexpr std::size_t activation_gradient_bytes = 0;
 
     template <class Slice>
-    explicit layer_norm_layer(Slice& parameters)
-        : gamma_(parameters.template take<Shape<N>, Place>()), beta_(parameters.template take<Shape<N>, Place>())
+    explicit layer_norm_layer(Slice& parameters) : gamma_(take(parameters)), beta_(take(parameters))
     {
     }
 
     void initialize(std::uint64_t)
     {
-        assign(gamma_.first, 1);
-        assign(beta_.first, 0);
+        if constexpr (affine) {
+            assign(gamma_.first, 1);
+            assign(beta_.first, 0);
+        }
     }
 
     template <class X, class Y>
@@ -60,47 +74,78 @@ public:
         check_input_element<storage, X>();
         const auto xm = contiguous_as<matrix>(x);
         input_ = xm.data();
-        layernorm_forward(contiguous_as<matrix>(y), mean_.view(), rstd_.view(), xm, gamma_.first, beta_.first, epsilon);
+        if constexpr (affine)
+            layernorm_forward(contiguous_as<matrix>(y), mean_.view(), rstd_.view(), xm, gamma_.first, beta_.first,
+                              epsilon);
+        else
+            layernorm_forward(contiguous_as<matrix>(y), mean_.view(), rstd_.view(), xm, full<Shape<N>>(1.0f),
+                              full<Shape<N>>(0.0f), epsilon);
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
     {
-        const auto x = make_view<matrix, Place>(input_);
         if constexpr (is_no_input_gradient<DX>) {
             Tensor<storage, matrix, Place> unused;  // the kernel writes dx anyway; a first layer has no use for it
-            layernorm_backward(unused.view(), gamma_.second, beta_.second, contiguous_as<matrix>(dy), x, mean_.view(),
-                               rstd_.view(), gamma_.first);
+            backward_into(dy, unused.view());
         } else {
-            layernorm_backward(contiguous_as<matrix>(dx), gamma_.second, beta_.second, contiguous_as<matrix>(dy), x,
-                               mean_.view(), rstd_.view(), gamma_.first);
+            backward_into(dy, contiguous_as<matrix>(dx));
         }
     }
 
     template <class F>
-    void for_each_parameter(F&& f, const std::string& prefix)
+    void for_each_parameter([[maybe_unused]] F&& f, [[maybe_unused]] const std::string& prefix)
     {
-        f(prefix + "weight", gamma_.first, gamma_.second);
-        f(prefix + "bias", beta_.first, beta_.second);
+        if constexpr (affine) {
+            f(prefix + "weight", gamma_.first, gamma_.second);
+            f(prefix + "bias", beta_.first, beta_.second);
+        }
     }
 
-    static constexpr f32 epsilon = 1e-5f;
+    static constexpr f32 epsilon = Options.eps;
 
 private:
     using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<N>, Place>());
-    views gamma_, beta_;
+    struct no_parameters {};
+    // unused gradients of the identity scale and zero shift (no affine parameters)
+    struct discarded {
+        Tensor<gradient, Shape<N>, Place> dgamma, dbeta;
+    };
+    using parameters = std::conditional_t<affine, views, no_parameters>;
+
+    template <class Slice>
+    static parameters take([[maybe_unused]] Slice& slice)
+    {
+        if constexpr (affine) return slice.template take<Shape<N>, Place>();
+        else return {};
+    }
+
+    template <class DY, class DX>
+    void backward_into(const DY& dy, const DX& dx)
+    {
+        const auto x = make_view<matrix, Place>(input_);
+        if constexpr (affine)
+            layernorm_backward(dx, gamma_.second, beta_.second, contiguous_as<matrix>(dy), x, mean_.view(), rstd_.view(),
+                               gamma_.first);
+        else
+            layernorm_backward(dx, discarded_.dgamma.view(), discarded_.dbeta.view(), contiguous_as<matrix>(dy), x,
+                               mean_.view(), rstd_.view(), full<Shape<N>>(1.0f));
+    }
+
+    parameters gamma_, beta_;
+    std::conditional_t<affine, no_parameters, discarded> discarded_;
     Tensor<f32, rows, Place> mean_, rstd_;
     const storage* input_ = nullptr;
 };
 
 }  // namespace detail
 
-template <std::size_t N>
+template <std::size_t N, layernorm_options Options = layernorm_options{}>
 struct LayerNorm {
     template <class S>
     using output_shape = typename detail::layer_norm_output<N, S>::type;
     template <precision_policy P, class S, class Place>
-    using layer = detail::layer_norm_layer<P, S, Place, N>;
+    using layer = detail::layer_norm_layer<P, S, Place, N, Options>;
 };
 
 }  // namespace tenet::nn

@@ -121,6 +121,38 @@ TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager s
     CHECK(eager.mean_loss() == graphed.mean_loss());
 }
 
+TEST_CASE("gpu trainer: replayed steps of a Dropout model draw new masks, the eager steps' ones")
+{
+    // Were a replay to reuse the captured step's masks, the parameters would
+    // part from the eager run's from the third step on.
+    using dropout_spec = nn::Sequential<nn::Linear<40, 64>, nn::ReLU, nn::Dropout<std::ratio<1, 2>>, nn::Linear<64, 10>>;
+    using M = nn::model<dropout_spec, fp32, Shape<32, 40>, Device>;
+    M eager_net(6), graph_net(6);
+    train::trainer eager(eager_net, train::sgd{}, train::constant_lr{0.05f});
+    train::trainer graphed(graph_net, train::sgd{}, train::constant_lr{0.05f});
+    graphed.capture();
+    Tensor<f32, Shape<32, 40>, Device> x;
+    Tensor<std::int32_t, Shape<32>, Device> labels, valid;
+    {
+        stream_scope on(graphed.stream());
+        x = random_normal<Shape<32, 40>>(7);
+        labels = cast<std::int32_t>(random_uniform<Shape<32>>(8, 0, 0.0f, 9.99f));
+        valid = cast<std::int32_t>(random_uniform<Shape<32>>(9) < 2.0f);
+        graphed.stream().synchronize();
+    }
+    for (int step = 0; step < 6; ++step) {
+        eager.step(x, labels, valid);   // the same batch each step: only the masks change
+        graphed.step(x, labels, valid);
+        eager.stream().synchronize();
+        graphed.stream().synchronize();
+        constexpr std::size_t n = M::flat_numel;
+        const auto now = to_doubles(graph_net.parameters(), n, true);
+        CHECK(to_doubles(eager_net.parameters(), n, true) == now);
+        CHECK(eager_net.step() == graph_net.step());
+    }
+    CHECK(eager.mean_loss() == graphed.mean_loss());
+}
+
 namespace {
 
 // A random batch built on the host, every fourth row padding (whose x holds

@@ -294,6 +294,25 @@ TEST_CASE("Dropout: the backward regenerates the forward's mask; evaluation is t
     CHECK(std::memcmp(y.data(), x.data(), S::numel * sizeof(f32)) == 0);
 }
 
+TEST_CASE("Dropout: the mask of step k comes from the model's step counter, set or counted")
+{
+    using S = Shape<16, 64>;
+    using net = nn::Sequential<nn::Dropout<std::ratio<1, 2>>>;
+    nn::model<net, fp32, S, Host> counted(9), jumped(9);
+    const auto x = random_tensor<f32, S>(10);
+    std::vector<std::vector<float>> outputs;
+    for (int step = 0; step < 3; ++step) {
+        const auto& y = counted.forward(x);
+        outputs.emplace_back(y.data(), y.data() + S::numel);
+    }
+    CHECK(outputs[0] != outputs[1]);
+    CHECK(outputs[1] != outputs[2]);
+    jumped.set_step(1);  // the next forward is step 2: the counted model's second
+    const auto& y = jumped.forward(x);
+    CHECK(std::vector<float>(y.data(), y.data() + S::numel) == outputs[1]);
+    CHECK(jumped.step() == 2);
+}
+
 TEST_CASE("bf16 and f32 models agree with the float64 model holding the same parameters")
 {
     using net = nn::Sequential<nn::Linear<32, 48>, nn::ReLU, nn::Linear<48, 24>, nn::LayerNorm<24>, nn::Linear<24, 10>>;

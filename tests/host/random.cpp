@@ -80,3 +80,20 @@ TEST_CASE("the exactly rounded log and sincospi behind normal() are accurate")
     }
     CHECK_NO_MISMATCH(log);
 }
+
+TEST_CASE("bernoulli with a counter in memory: read when the expression runs, offset ^ counter")
+{
+    using S = Shape<64, 33>;
+    Tensor<f64, Shape<>, Host> counter;
+    assign(counter.view(), 5);
+    const auto mask = bernoulli<S>(0.5f, 11, counter, 7u << 20);  // built once
+    Tensor<bool, S, Host> a, b, want5, want6;
+    a = mask;
+    want5 = bernoulli<S>(0.5f, 11, (7u << 20) ^ 5u);
+    counter = counter + 1.0;  // moves after the expression was built
+    b = mask;
+    want6 = bernoulli<S>(0.5f, 11, (7u << 20) ^ 6u);
+    CHECK(std::memcmp(a.data(), want5.data(), S::numel) == 0);
+    CHECK(std::memcmp(b.data(), want6.data(), S::numel) == 0);
+    CHECK(std::memcmp(a.data(), b.data(), S::numel) != 0);
+}

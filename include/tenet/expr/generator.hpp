@@ -30,11 +30,12 @@ TENET_UNROLL
     }
 };
 
-template <class G, class S>
+// Place: AnyPlace, or the place of memory the generator reads when it runs.
+template <class G, class S, class Place = AnyPlace>
 struct generator_expr {
     using shape = S;
     using value_type = typename G::value_type;
-    using place = AnyPlace;
+    using place = Place;
     G generate;
 
     template <class Context>

@@ -82,6 +82,21 @@ struct bernoulli_generator {
     TENET_HD bool operator()(std::uint64_t i) const { return unit_float(random.word(i)) < probability; }
 };
 
+// The same draws, with the stream's offset XOR-ed with a counter read from
+// memory when the expression runs, not when it is built: a replayed CUDA
+// Graph draws anew as the counter moves (dropout masks per step).
+struct counted_bernoulli_generator {
+    using value_type = bool;
+    std::uint64_t seed, offset;
+    const f64* counter;
+    f32 probability;
+    TENET_HD bool operator()(std::uint64_t i) const
+    {
+        const philox_stream random{seed, offset ^ static_cast<std::uint64_t>(*counter)};
+        return unit_float(random.word(i)) < probability;
+    }
+};
+
 }  // namespace detail
 
 // Uniform in [low, high).
@@ -103,6 +118,20 @@ template <shape_type S>
 auto bernoulli(f32 probability, std::uint64_t seed, std::uint64_t offset = 0)
 {
     return detail::generator_expr<detail::bernoulli_generator, S>{{{seed, offset}, probability}};
+}
+
+// bernoulli with offset ^ counter as the offset, counter being a rank-0 f64
+// tensor or view (an exact integer) read when the expression runs:
+// bernoulli<S>(p, seed, step, offset) draws what bernoulli<S>(p, seed,
+// offset ^ step_value) draws, and a captured graph that advances `step`
+// draws a new mask each replay.
+template <shape_type S, class Counter>
+    requires(expression<Counter> && std::is_same_v<typename Counter::shape, Shape<>> &&
+             std::is_same_v<std::remove_const_t<typename Counter::element_type>, f64>)
+auto bernoulli(f32 probability, std::uint64_t seed, const Counter& counter, std::uint64_t offset = 0)
+{
+    return detail::generator_expr<detail::counted_bernoulli_generator, S, typename Counter::place>{
+        {seed, offset, counter.data(), probability}};
 }
 
 // start, start + step, start + 2 step, ... in row-major order; i32 for

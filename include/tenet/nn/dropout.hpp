@@ -1,7 +1,10 @@
 // Dropout<std::ratio<1, 10>>: in training, zeroes each element with
 // probability p and scales the rest by 1/(1-p); in evaluation, the identity.
 // The mask is never stored: it is a pure function of (model seed, layer,
-// step, element) through Philox, so the backward regenerates it.
+// step, element) through Philox, so the backward regenerates it. The step is
+// read from the model's step counter in its place when the kernel runs, so
+// each replay of a captured training step draws a new mask -- the one an
+// eager step with that number draws.
 #pragma once
 
 #include "../expr/random.hpp"
@@ -39,19 +42,13 @@ public:
     void forward(const X& x, const Y& y, const step_info& step)
     {
         check_input_element<storage, X>();
-        const auto xv = contiguous_as<S>(x);
-        if (step.training) assign(contiguous_as<S>(y), where(mask(step), xv * scale, 0));
-        else assign(contiguous_as<S>(y), xv);
+        apply(contiguous_as<S>(x), contiguous_as<S>(y), step);
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev&)
     {
-        if constexpr (!is_no_input_gradient<DX>) {
-            const auto dyv = contiguous_as<S>(dy);
-            if (step.training) assign(contiguous_as<S>(dx), where(mask(step), dyv * scale, 0));
-            else assign(contiguous_as<S>(dx), dyv);
-        }
+        if constexpr (!is_no_input_gradient<DX>) apply(contiguous_as<S>(dy), contiguous_as<S>(dx), step);
     }
 
     template <class F>
@@ -59,10 +56,21 @@ public:
     {
     }
 
-    // The kept elements of a step (true = kept).
-    auto mask(const step_info& step) const { return bernoulli<S>(keep, step.seed, (stream_ << 40) ^ step.step); }
-
 private:
+    // out = in where kept, scaled; the mask of the step's number.
+    template <class In, class Out>
+    void apply(const In& in, const Out& out, const step_info& step) const
+    {
+        if (!step.training)
+            assign(out, in);
+        else if (step.step_counter)
+            assign(out, where(bernoulli<S>(keep, step.seed, make_view<Shape<>, Place>(step.step_counter),
+                                           stream_ << 40),
+                              in * scale, 0));
+        else
+            assign(out, where(bernoulli<S>(keep, step.seed, (stream_ << 40) ^ step.step), in * scale, 0));
+    }
+
     std::uint64_t stream_;
 };
 

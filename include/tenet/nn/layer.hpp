@@ -100,6 +100,10 @@ struct step_info {
     std::uint64_t seed = 0;  // the model's seed (dropout masks)
     std::uint64_t step = 0;  // counts training forwards
     bool training = true;
+    // The same count in the model's place, read by kernels when they run (a
+    // replayed CUDA Graph sees it move); null for a layer driven by hand,
+    // which then uses `step`.
+    const f64* step_counter = nullptr;
 };
 
 // Passed as dx when the input needs no gradient (the model's first layer).

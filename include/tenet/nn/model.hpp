@@ -57,6 +57,7 @@ public:
     {
         clear_padding();
         initialize(seed);
+        assign(step_counter_.view(), 0);
     }
 
     // Draws every parameter again from the seed (the same seed gives the same model).
@@ -71,15 +72,23 @@ public:
     void eval() { training_ = false; }
     bool training() const { return training_; }
     std::uint64_t step() const { return step_; }
-    // Sets the training-forward count (restoring a checkpoint: dropout masks continue where they were).
-    void set_step(std::uint64_t step) { step_ = step; }
+    // Sets the training-forward count (restoring a checkpoint: dropout masks
+    // continue where they were), here and in the model's place.
+    void set_step(std::uint64_t step)
+    {
+        step_ = step;
+        assign(step_counter_.view(), static_cast<double>(step));
+    }
 
     // Runs the forward on the current stream; the input must stay alive and
     // unchanged until backward().
     template <class X>
     const output_tensor& forward(const X& x)
     {
-        if (training_) ++step_;
+        if (training_) {
+            ++step_;
+            step_counter_ = step_counter_ + 1.0;  // a kernel: a captured step counts on each replay
+        }
         layer_.forward(x, output_.view(), step_info_now());
         return output_;
     }
@@ -147,7 +156,7 @@ private:
         }
     }
 
-    step_info step_info_now() const { return {seed_, step_, training_}; }
+    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data()}; }
 
     template <class S>
     struct backward_shape_failure {
@@ -175,6 +184,7 @@ private:
     layer_type layer_;
     output_tensor output_;
     std::unique_ptr<output_tensor> staged_dy_;  // dy converted to the storage type, made on first need
+    Tensor<f64, Shape<>, Place> step_counter_;   // step_ in the model's place (exact to 2^53 steps)
     std::uint64_t seed_;
     std::uint64_t step_ = 0;
     bool training_ = true;

@@ -21,8 +21,9 @@
 //   divided out by the optimizer; everything stays on the device.
 // - Device models run on the trainer's own stream (stream()): give it to the
 //   data loader, so copies are ordered with the steps.
-// - Models with Dropout replay the captured step's masks in graph mode (the
-//   step number is a host value): train them eagerly.
+// - Models with Dropout draw a new mask on every replay: the step counter
+//   the masks come from lives in the model's place and the captured step
+//   advances it; a replayed step's masks are the eager step's of that number.
 // - A bad batch: on the host, step() throws before anything changes when a
 //   valid row's label is out of range (index_error) or a valid entry is
 //   neither 0 nor 1 (tenet::error). The device cannot throw without waiting

@@ -2,6 +2,7 @@
 # compilation fails with a diagnostic containing every expected text:
 #   // expect: <text>        for both compilers (exactly one such line)
 #   // expect-cxx: <text>    for g++ only;  // expect-cuda: <text>  for nvcc only
+#   // expect-errors: <n>    exactly n errors (no follow-on errors after tenet's own)
 # (A snippet with "// compilers: cxx" is registered for g++ only.)
 file(STRINGS ${SNIPPET} expect_lines REGEX "^// expect: ")
 list(LENGTH expect_lines count)
@@ -41,3 +42,14 @@ foreach(expected IN LISTS expected_texts)
     endif()
     message(STATUS "rejected as expected: ${expected}")
 endforeach()
+
+file(STRINGS ${SNIPPET} count_lines REGEX "^// expect-errors: ")
+if(count_lines)
+    string(REGEX REPLACE "^// expect-errors: " "" wanted "${count_lines}")
+    string(REGEX MATCHALL "error:" errors "${diagnostics}")
+    list(LENGTH errors found)
+    if(NOT found EQUAL wanted)
+        message(FATAL_ERROR "${SNIPPET}: ${found} errors, expected ${wanted}:\n${diagnostics}")
+    endif()
+    message(STATUS "errors as expected: ${found}")
+endif()

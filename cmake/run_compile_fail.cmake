@@ -1,9 +1,10 @@
 # Compiles SNIPPET with COMPILER (KIND = CXX or CUDA) and passes only when the
-# compilation fails with a diagnostic containing every expected text:
+# compilation fails, its FIRST error line contains every expected text, and it
+# reports exactly one error (tenet's own, with no follow-on errors):
 #   // expect: <text>        for both compilers (exactly one such line)
 #   // expect-cxx: <text>    for g++ only;  // expect-cuda: <text>  for nvcc only
-#   // expect-errors: <n>    exactly n errors (no follow-on errors after tenet's own)
-# (A snippet with "// compilers: cxx" is registered for g++ only.)
+#   // expect-errors: <n>    n errors instead of one (say why after n)
+# (A snippet with "// compilers: cxx" or "cuda" is registered for that one only.)
 file(STRINGS ${SNIPPET} expect_lines REGEX "^// expect: ")
 list(LENGTH expect_lines count)
 if(NOT count EQUAL 1)
@@ -34,22 +35,24 @@ set(diagnostics "${out}${err}")
 if(result EQUAL 0)
     message(FATAL_ERROR "${SNIPPET} compiled, but it must not (expected: ${expected_texts})")
 endif()
+string(REGEX MATCH "[^\n]*error:[^\n]*" first_error "${diagnostics}")
 foreach(expected IN LISTS expected_texts)
-    string(FIND "${diagnostics}" "${expected}" at)
+    string(FIND "${first_error}" "${expected}" at)
     if(at EQUAL -1)
-        message(FATAL_ERROR "${SNIPPET} failed to compile, but not with the expected message.\n"
-                            "expected: ${expected}\ndiagnostics:\n${diagnostics}")
+        message(FATAL_ERROR "${SNIPPET} failed to compile, but its first error lacks the expected text.\n"
+                            "expected: ${expected}\nfirst error: ${first_error}\ndiagnostics:\n${diagnostics}")
     endif()
     message(STATUS "rejected as expected: ${expected}")
 endforeach()
 
+set(wanted 1)
 file(STRINGS ${SNIPPET} count_lines REGEX "^// expect-errors: ")
 if(count_lines)
-    string(REGEX REPLACE "^// expect-errors: " "" wanted "${count_lines}")
-    string(REGEX MATCHALL "error:" errors "${diagnostics}")
-    list(LENGTH errors found)
-    if(NOT found EQUAL wanted)
-        message(FATAL_ERROR "${SNIPPET}: ${found} errors, expected ${wanted}:\n${diagnostics}")
-    endif()
-    message(STATUS "errors as expected: ${found}")
+    string(REGEX MATCH "[0-9]+" wanted "${count_lines}")
 endif()
+string(REGEX MATCHALL "error:" errors "${diagnostics}")
+list(LENGTH errors found)
+if(NOT found EQUAL wanted)
+    message(FATAL_ERROR "${SNIPPET}: ${found} errors, expected ${wanted}:\n${diagnostics}")
+endif()
+message(STATUS "errors as expected: ${found}")

@@ -1,12 +1,19 @@
-// Compile-time diagnostics that name the offending shapes and places.
+// Compile-time diagnostics that name the offending shapes and places on the
+// compiler's first error line.
 //
-// C++20 static_assert messages must be literals, so tenet puts the full text
-// in the asserted condition instead:
-//     if constexpr (!ok) static_assert(diagnostic<Message::text()>, "tenet: ...");
-// The compiler prints the literal as the error and, on g++, the full text
-// (shapes and places included) in the note saying which condition failed; nvcc
-// names the types in its "detected during instantiation" lines. The text is
-// only computed when the check fails.
+// C++20 static_assert messages must be literals, so a static_assert can only
+// say what failed in general. tenet instead names an incomplete type whose
+// spelling is the message, and the compiler's error quotes it:
+//     static_assert(diagnose<ok, shape_mismatch_in_assignment<Shape<2,3>, Shape<2,4>>>::value);
+// g++ prints the failure's text(), shapes and places written out:
+//     error: invalid application of 'sizeof' to incomplete type 'compile_error<...>'
+//            {aka 'message<fixed_string<84>{"tenet: shape mismatch in assignment: ..."}>'}
+// nvcc's front end spells a string argument character by character, so there
+// the failure's own type is the message: a name that says what went wrong,
+// with the shapes (or places, or types) as its arguments:
+//     error: incomplete type "...shape_mismatch_in_assignment<Shape<2UL, 3UL>, Shape<2UL, 4UL>>" is not allowed
+// Either way it is the only error: the check reports as success once it has
+// failed, so nothing follows from it. The text is only computed on failure.
 #pragma once
 
 #include <cstddef>
@@ -56,8 +63,31 @@ constexpr auto decimal()
     return text;
 }
 
-// Always false; its template argument is the message the compiler shows.
+// Never defined: naming one is the error; its argument is the message.
 template <fixed_string Message>
-inline constexpr bool diagnostic = false;
+struct message;
+template <class Failure>
+struct unmet;
+
+#if defined(__NVCC__)
+template <class Failure>
+using compile_error = unmet<Failure>;
+#else
+template <class Failure>
+using compile_error = message<Failure::text()>;
+#endif
+
+// static_assert(diagnose<ok, Failure>::value): when !ok, one error naming
+// Failure (a type with a static constexpr text()). Usable at any scope.
+template <bool Ok, class Failure>
+struct diagnose {
+    static constexpr bool value = true;
+};
+
+template <class Failure>
+struct diagnose<false, Failure> {
+    static_assert(!sizeof(compile_error<Failure>), "tenet: see the type named in this error");
+    static constexpr bool value = true;  // no follow-on error at the caller
+};
 
 }  // namespace tenet::detail

@@ -70,9 +70,7 @@ constexpr bool map_differentiable()
     if constexpr (!is_floating_v<typename map_eval<Op, Es...>::value_type> || !(differentiable<Es>::value || ...)) {
         return false;
     } else {
-        if constexpr (!rule<Op>::defined)
-            static_assert(diagnostic<no_rule_message<Op>::text()>,
-                          "tenet: gradients: no derivative rule for an operation");
+        static_assert(diagnose<rule<Op>::defined, no_rule_message<Op>>::value);
         if constexpr (rule<Op>::defined) return any_operand_flows<Op, Es...>(std::index_sequence_for<Es...>{});
         else return false;
     }

@@ -45,8 +45,8 @@ template <class E, class Dy>
 struct upstream_shape_message {
     static constexpr auto text()
     {
-        return fixed_string("tenet: gradients(e, dy): dy of shape ") + shape_name<typename Dy::shape>::text() +
-               fixed_string(" does not broadcast to the shape of e, ") + shape_name<typename E::shape>::text();
+        return fixed_string("tenet: gradients(e, dy): dy of shape ") + shape_name<Dy>::text() +
+               fixed_string(" does not broadcast to the shape of e, ") + shape_name<E>::text();
     }
 };
 
@@ -55,8 +55,8 @@ struct destination_shape_message {
     static constexpr auto text()
     {
         return fixed_string("tenet: the gradient of var<") + decimal<I>() +
-               fixed_string("> has its shape: destination ") + shape_name<typename Dst::shape>::text() +
-               fixed_string(" vs variable ") + shape_name<typename Var::shape>::text();
+               fixed_string("> has its shape: destination ") + shape_name<Dst>::text() +
+               fixed_string(" vs variable ") + shape_name<Var>::text();
     }
 };
 
@@ -104,15 +104,10 @@ constexpr bool check_differentiation()
     static_assert(blocked != obstacle::nested_gradient,
                   "tenet: gradients: an expression holding gradient<I>(...) cannot be differentiated again");
     static_assert(table::count > 0, "tenet: gradients(e, dy): e holds no var<I>(...)");
-    if constexpr (table::missing != table::count)
-        static_assert(diagnostic<missing_variable_message<table::missing>::text()>,
-                      "tenet: gradients: a variable number is missing");
-    if constexpr (table::inconsistent != table::count)
-        static_assert(diagnostic<inconsistent_variable_message<table::inconsistent>::text()>,
-                      "tenet: gradients: one variable number marks different tensors");
+    static_assert(diagnose<table::missing == table::count, missing_variable_message<table::missing>>::value);
+    static_assert(diagnose<table::inconsistent == table::count, inconsistent_variable_message<table::inconsistent>>::value);
     constexpr bool shapes_ok = broadcasts_to_v<typename Dy::shape, typename E::shape>;
-    if constexpr (!shapes_ok)
-        static_assert(diagnostic<upstream_shape_message<E, Dy>::text()>, "tenet: gradients(e, dy): dy's shape");
+    static_assert(diagnose<shapes_ok, upstream_shape_message<typename E::shape, typename Dy::shape>>::value);
     constexpr bool places_ok = !std::is_void_v<combined_places_t<typename E::place, typename Dy::place>>;
     static_assert(places_ok, "tenet: gradients(e, dy): e and dy are in different places");
     return blocked == obstacle::none && table::count > 0 && table::missing == table::count &&
@@ -268,11 +263,10 @@ struct gradients_expr {
     void assign_to(const std::tuple<Views...>& destinations) const
     {
         constexpr std::size_t n = variables_t<E>::count;
-        if constexpr (sizeof...(Views) != n)
-            static_assert(diagnostic<destination_count_message<n, sizeof...(Views)>::text()>,
-                          "tenet: tie(...) = gradients(e, dy): one destination per variable");
-        else if constexpr (check_destinations<Views...>(std::index_sequence_for<Views...>{}))
-            run(destinations, std::index_sequence_for<Views...>{});
+        static_assert(diagnose<sizeof...(Views) == n, destination_count_message<n, sizeof...(Views)>>::value);
+        if constexpr (sizeof...(Views) == n)
+            if constexpr (check_destinations<Views...>(std::index_sequence_for<Views...>{}))
+                run(destinations, std::index_sequence_for<Views...>{});
     }
 
 private:
@@ -281,9 +275,7 @@ private:
     {
         using variable = variable_t<E, I>;
         constexpr bool shape_ok = std::is_same_v<typename View::shape, typename variable::shape>;
-        if constexpr (!shape_ok)
-            static_assert(diagnostic<destination_shape_message<I, View, variable>::text()>,
-                          "tenet: a gradient destination's shape differs from its variable's");
+        static_assert(diagnose<shape_ok, destination_shape_message<I, typename View::shape, typename variable::shape>>::value);
         // writable, not a broadcast view, places, nvcc for Device
         return shape_ok && check_assignment<View, gradient_expr<I, E, Dy, typename variable::shape>>();
     }
@@ -350,7 +342,7 @@ struct failed_gradients {
     }
 };
 
-template <std::size_t I, class E>
+template <std::size_t I>
 struct no_variable_message {
     static constexpr auto text()
     {
@@ -389,9 +381,7 @@ auto gradient(E&& e, Dy&& dy)
     using U = decltype(upstream);
     if constexpr (detail::ad::check_differentiation<N, U>()) {
         constexpr bool present = I < detail::ad::variables_t<N>::count;
-        if constexpr (!present)
-            static_assert(detail::diagnostic<detail::ad::no_variable_message<I, N>::text()>,
-                          "tenet: gradient<I>(e, dy): e has no var<I>");
+        static_assert(detail::diagnose<present, detail::ad::no_variable_message<I>>::value);
         if constexpr (present) {
             using B = decltype(detail::broadcast_node<typename N::shape>(std::move(upstream)));
             constexpr bool broadcast = detail::ad::broadcast_variable<N, I>;

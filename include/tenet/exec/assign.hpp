@@ -23,21 +23,21 @@
 namespace tenet {
 namespace detail {
 
-template <class Dst, class Src>
-struct assignment_shape_failure {
+template <class DestinationShape, class ExpressionShape>
+struct shape_mismatch_in_assignment {
     static constexpr auto text()
     {
-        return fixed_string("tenet: shape mismatch in assignment: destination ") + shape_name<typename Dst::shape>::text() +
-               fixed_string(" vs expression ") + shape_name<typename Src::shape>::text();
+        return fixed_string("tenet: shape mismatch in assignment: destination ") + shape_name<DestinationShape>::text() +
+               fixed_string(" vs expression ") + shape_name<ExpressionShape>::text();
     }
 };
 
-template <class Dst, class Src>
-struct assignment_place_failure {
+template <class DestinationPlace, class ExpressionPlace>
+struct assignment_mixes_places {
     static constexpr auto text()
     {
-        return fixed_string("tenet: assignment mixes places: destination in ") + Dst::place::name() +
-               fixed_string(", expression in ") + Src::place::name() + fixed_string(" (use tenet::copy between places)");
+        return fixed_string("tenet: assignment mixes places: destination in ") + DestinationPlace::name() +
+               fixed_string(", expression in ") + ExpressionPlace::name() + fixed_string(" (use tenet::copy between places)");
     }
 };
 
@@ -61,19 +61,20 @@ template <class Dst, class Src>
 constexpr bool check_assignment()
 {
     using element = std::remove_pointer_t<decltype(std::declval<Dst>().data())>;
-    static_assert(!std::is_const_v<element>, "tenet: cannot assign to a read-only view (a view of a const tensor)");
-    static_assert(writes_each_element_once<Dst>,
+    // A broadcast view is read-only too; say the more specific thing, once.
+    constexpr bool distinct_ok = writes_each_element_once<Dst>;
+    constexpr bool writable_ok = !distinct_ok || !std::is_const_v<element>;
+    static_assert(distinct_ok,
                   "tenet: cannot assign to a broadcast view: several of its elements share one memory location");
+    static_assert(writable_ok, "tenet: cannot assign to a read-only view (a view of a const tensor)");
     constexpr bool shapes_ok = broadcasts_to_v<typename Src::shape, typename Dst::shape>;
     constexpr bool places_ok = !std::is_void_v<combined_place_t<typename Dst::place, typename Src::place>>;
-    if constexpr (!shapes_ok)
-        static_assert(diagnostic<assignment_shape_failure<Dst, Src>::text()>, "tenet: shape mismatch in assignment");
-    if constexpr (!places_ok)
-        static_assert(diagnostic<assignment_place_failure<Dst, Src>::text()>, "tenet: assignment mixes Host and Device");
+    static_assert(diagnose<shapes_ok, shape_mismatch_in_assignment<typename Dst::shape, typename Src::shape>>::value);
+    static_assert(diagnose<places_ok, assignment_mixes_places<typename Dst::place, typename Src::place>>::value);
     static_assert(host_accessible_v<typename Dst::place> || TENET_CUDA_COMPILER,
                   "tenet: evaluating into a Device tensor needs a CUDA compiler: compile this file with nvcc "
                   "(as a .cu file or LANGUAGE CUDA), or use Host tensors");
-    return shapes_ok && places_ok;
+    return distinct_ok && writable_ok && shapes_ok && places_ok;
 }
 
 // Right-hand sides another layer evaluates its own way: linalg/ specialises
@@ -163,13 +164,13 @@ void fill(D&& destination, V value)
 
 namespace detail {
 
-template <class Dst, class Src>
-struct compound_shape_failure {
+template <class DestinationShape, class ExpressionShape>
+struct shape_mismatch_in_compound_assignment {
     static constexpr auto text()
     {
         return fixed_string("tenet: shape mismatch in compound assignment: destination ") +
-               shape_name<typename Dst::shape>::text() + fixed_string(" vs expression ") +
-               shape_name<typename Src::shape>::text();
+               shape_name<DestinationShape>::text() + fixed_string(" vs expression ") +
+               shape_name<ExpressionShape>::text();
     }
 };
 
@@ -185,12 +186,11 @@ void compound_assign(D& destination, const Src& source, Combine combine)
     if constexpr (scalar_value<Src>) {
         assign(dst, combine(dst, source));
     } else {
-        using S = node_t<const Src&>;
-        if constexpr (!broadcasts_to_v<typename S::shape, typename decltype(dst)::shape>)
-            static_assert(diagnostic<compound_shape_failure<decltype(dst), S>::text()>,
-                          "tenet: shape mismatch in compound assignment");
-        else
-            assign(dst, combine(dst, source));
+        using from = typename node_t<const Src&>::shape;
+        using to = typename decltype(dst)::shape;
+        constexpr bool fits = broadcasts_to_v<from, to>;
+        static_assert(diagnose<fits, shape_mismatch_in_compound_assignment<to, from>>::value);
+        if constexpr (fits) assign(dst, combine(dst, source));
     }
 }
 

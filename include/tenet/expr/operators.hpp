@@ -35,21 +35,29 @@ constexpr auto join_with_vs(First first, Rest... rest)
     else return first + fixed_string(" vs ") + join_with_vs(rest...);
 }
 
-template <class Op, class... E>
-struct broadcast_failure {
+template <class Op, class... Shapes>
+struct incompatible_broadcast {
     static constexpr auto text()
     {
         return fixed_string("tenet: incompatible broadcast in ") + Op::name() + fixed_string(": ") +
-               join_with_vs(shape_name<typename E::shape>::text()...);
+               join_with_vs(shape_name<Shapes>::text()...);
     }
 };
 
-template <class Op, class... E>
-struct place_failure {
+// An operand as a diagnostic names it: its shape and its place.
+template <class Shape, class Place>
+struct located {
+    static constexpr auto text() { return shape_name<Shape>::text() + fixed_string(" in ") + Place::name(); }
+};
+
+template <class N>
+using located_t = located<typename N::shape, typename N::place>;
+
+template <class Op, class... Operands>
+struct mixed_places {
     static constexpr auto text()
     {
-        return fixed_string("tenet: ") + Op::name() + fixed_string(" mixes places: ") +
-               join_with_vs((shape_name<typename E::shape>::text() + fixed_string(" in ") + E::place::name())...);
+        return fixed_string("tenet: ") + Op::name() + fixed_string(" mixes places: ") + join_with_vs(Operands::text()...);
     }
 };
 
@@ -62,12 +70,8 @@ auto make_map(Op op, E&&... operands)
 {
     using checks = broadcast_all<node_t<E>...>;
     using place = combined_places_t<typename node_t<E>::place...>;
-    if constexpr (!checks::valid)
-        static_assert(diagnostic<broadcast_failure<Op, node_t<E>...>::text()>,
-                  "tenet: incompatible broadcast in an elementwise operation");
-    if constexpr (std::is_void_v<place>)
-        static_assert(diagnostic<place_failure<Op, node_t<E>...>::text()>,
-                  "tenet: Host and Device tensors in one expression");
+    static_assert(diagnose<checks::valid, incompatible_broadcast<Op, typename node_t<E>::shape...>>::value);
+    static_assert(diagnose<!std::is_void_v<place>, mixed_places<Op, located_t<node_t<E>>...>>::value);
     if constexpr (checks::valid && !std::is_void_v<place>) {
         using S = typename checks::shape;
         return map_expr<Op, decltype(broadcast_node<S>(std::forward<E>(operands)))...>{

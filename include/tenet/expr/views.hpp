@@ -143,9 +143,7 @@ template <shape_type To, class E>
 auto broadcast_to(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    if constexpr (!(broadcasts_to_v<From, To>))
-        static_assert(detail::diagnostic<detail::broadcast_message<From, To>::text()>,
-                  "tenet: broadcast_to: the shapes are not broadcast-compatible");
+    static_assert(detail::diagnose<broadcasts_to_v<From, To>, detail::broadcast_message<From, To>>::value);
     return detail::broadcast_node<To>(std::forward<E>(e));
 }
 
@@ -154,9 +152,7 @@ template <shape_type To, class E>
 auto reshape(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    if constexpr (!(From::numel == To::numel))
-        static_assert(detail::diagnostic<detail::reshape_message<From, To>::text()>,
-                  "tenet: reshape changes the element count");
+    static_assert(detail::diagnose<From::numel == To::numel, detail::reshape_message<From, To>>::value);
     auto node = detail::view_source(std::forward<E>(e));
     using N = decltype(node);
     if constexpr (!(From::numel == To::numel)) {
@@ -200,8 +196,7 @@ template <std::size_t Axis, std::size_t Begin, std::size_t End, std::size_t Step
 auto slice(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    if constexpr (!(Axis < S::rank))
-        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>, "tenet: slice: axis out of range");
+    static_assert(detail::diagnose<(Axis < S::rank), detail::axis_message<S, Axis>>::value);
     if constexpr (Axis < S::rank) {
         static_assert(Begin < End && End <= S::extents[Axis] && Step > 0,
                       "tenet: slice<Axis, Begin, End, Step>: needs Begin < End <= extent and Step > 0");
@@ -215,9 +210,7 @@ template <std::size_t Axis, class E>
 auto unsqueeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    if constexpr (!(Axis <= S::rank))
-        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>,
-                  "tenet: unsqueeze: axis out of range");
+    static_assert(detail::diagnose<(Axis <= S::rank), detail::axis_message<S, Axis>>::value);
     return detail::apply_view<detail::unsqueeze_transform<Axis>>(std::forward<E>(e));
 }
 
@@ -227,8 +220,7 @@ template <std::size_t Axis, class E>
 auto squeeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    if constexpr (!(Axis < S::rank))
-        static_assert(detail::diagnostic<detail::axis_message<S, Axis>::text()>, "tenet: squeeze: axis out of range");
+    static_assert(detail::diagnose<(Axis < S::rank), detail::axis_message<S, Axis>>::value);
     if constexpr (Axis < S::rank)
         static_assert(S::extents[Axis] == 1, "tenet: squeeze: the dimension's extent is not 1");
     return detail::apply_view<detail::squeeze_transform<Axis>>(std::forward<E>(e));

@@ -45,6 +45,27 @@ using namespace ::tenet::detail;
 // The largest K whose int32 sums cannot overflow: K * (-128)^2 <= 2^31 - 1.
 inline constexpr std::size_t int8_gemm_max_k = 131071;
 
+template <class SX, class SW, class SA>
+struct int8_gemm_shapes_do_not_fit {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: int8_gemm(acc, x, w) needs x [M, K], w [N, K], acc [M, N]; got x ") +
+               shape_name<SX>::text() + fixed_string(", w ") + shape_name<SW>::text() + fixed_string(", acc ") +
+               shape_name<SA>::text();
+    }
+};
+
+template <std::size_t M, std::size_t N, std::size_t K>
+struct int8_gemm_unaligned_on_device {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: int8_gemm on the device needs K and N to be multiples of 4 (cuBLASLt IMMA); "
+                            "here M=") +
+               decimal<M>() + fixed_string(", N=") + decimal<N>() + fixed_string(", K=") + decimal<K>() +
+               fixed_string(": pad K and N with zeros to multiples of 4");
+    }
+};
+
 template <class XV, class WV, class AV>
 struct int8_gemm_check {
     using SX = typename XV::shape;
@@ -66,34 +87,18 @@ struct int8_gemm_check {
     static constexpr bool on_device = !host_accessible_v<place>;
     static constexpr bool aligned = !on_device || (K % 4 == 0 && N % 4 == 0);
 
-    static constexpr auto shapes_text()
-    {
-        return fixed_string("tenet: int8_gemm(acc, x, w) needs x [M, K], w [N, K], acc [M, N]; got x ") +
-               shape_name<SX>::text() + fixed_string(", w ") + shape_name<SW>::text() + fixed_string(", acc ") +
-               shape_name<SA>::text();
-    }
-    static constexpr auto alignment_text()
-    {
-        return fixed_string("tenet: int8_gemm on the device needs K and N to be multiples of 4 (cuBLASLt IMMA); "
-                            "here M=") +
-               decimal<M>() + fixed_string(", N=") + decimal<N>() + fixed_string(", K=") + decimal<K>() +
-               fixed_string(": pad K and N with zeros to multiples of 4");
-    }
     static constexpr bool ok = shapes && types && contiguous && places && aligned && K <= int8_gemm_max_k;
 
     static constexpr void assert_all()
     {
-        if constexpr (!shapes)
-            static_assert(diagnostic<shapes_text()>, "tenet: int8_gemm(acc, x, w) needs x [M, K], w [N, K], acc [M, N]");
+        static_assert(diagnose<shapes, int8_gemm_shapes_do_not_fit<SX, SW, SA>>::value);
         static_assert(types, "tenet: int8_gemm(acc, x, w) needs i8 x and w and an i32 acc");
         static_assert(contiguous, "tenet: int8_gemm needs contiguous row-major x, w and acc (copy a view first)");
         static_assert(places, "tenet: int8_gemm: x, w and acc must be in the same place");
         static_assert(K <= int8_gemm_max_k, "tenet: int8_gemm: K above 131071 can overflow the int32 accumulator");
         static_assert(!on_device || TENET_CUDA_COMPILER,
                       "tenet: int8_gemm on Device tensors needs a CUDA compiler: compile this file with nvcc");
-        if constexpr (shapes && !aligned)
-            static_assert(diagnostic<alignment_text()>,
-                          "tenet: int8_gemm on the device needs K and N to be multiples of 4 (cuBLASLt IMMA): pad them");
+        static_assert(diagnose<!shapes || !TENET_CUDA_COMPILER || aligned, int8_gemm_unaligned_on_device<M, N, K>>::value);
     }
 };
 

@@ -173,7 +173,7 @@ void linear_forward(Y&& y, const X& x, const W& w, const B& b)
     using check = detail::forward_shapes<typename X::shape, typename W::shape, typename B::shape,
                                          typename std::decay_t<Y>::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnostic<check::text()>, "tenet: linear_forward: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     else
         assign(tenet::detail::destination_view(y), detail::activate<Act>(matmul(x, transpose(w)) + b));
 }
@@ -187,7 +187,7 @@ void linear_forward(Y&& y_out, [[maybe_unused]] Aux& aux, const X& x_in, const W
     using YV = std::remove_const_t<decltype(y)>;
     using check = detail::forward_shapes<typename X::shape, typename W::shape, typename B::shape, typename YV::shape>;
     if constexpr (!check::ok) {
-        static_assert(diagnostic<check::text()>, "tenet: linear_forward: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     } else if constexpr (Act == activation::none) {
         linear_forward<Act>(y, x_in, w_in, b_in);
     } else {
@@ -235,7 +235,7 @@ void linear_backward_weights(DW&& dw, const DZ& dz, const X& x)
 {
     using check = detail::weight_shapes<typename std::decay_t<DW>::shape, typename DZ::shape, typename X::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnostic<check::text()>, "tenet: linear_backward_weights: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     else
         assign(tenet::detail::destination_view(dw), matmul(transpose(dz), x));
 }
@@ -250,7 +250,7 @@ void linear_backward_weights(DW&& dw_out, DB&& db_out, const DZ& dz_in, const X&
     using DBV = std::remove_const_t<decltype(db)>;
     using check = detail::weight_shapes<typename DWV::shape, typename DZ::shape, typename X::shape>;
     if constexpr (!check::ok) {
-        static_assert(diagnostic<check::text()>, "tenet: linear_backward_weights: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     } else {
         static_assert(detail::is_vector_of<typename DBV::shape, check::out>,
                       "tenet: linear_backward_weights: db must be a vector [Out] (dz's last extent)");
@@ -283,7 +283,7 @@ void linear_backward_input(DX&& dx, const DZ& dz, const W& w)
 {
     using check = detail::input_shapes<typename std::decay_t<DX>::shape, typename DZ::shape, typename W::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnostic<check::text()>, "tenet: linear_backward_input: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     else
         assign(tenet::detail::destination_view(dx), matmul(dz, w));
 }
@@ -299,7 +299,7 @@ void linear_backward_input_act(DZP&& dz_prev_out, DBP&& db_prev_out, const DZ& d
     using DBPV = std::remove_const_t<decltype(db_prev)>;
     using check = detail::input_shapes<typename DZPV::shape, typename DZ::shape, typename W::shape>;
     if constexpr (!check::ok) {
-        static_assert(diagnostic<check::text()>, "tenet: linear_backward_input_act: shapes do not fit");
+        static_assert(tenet::detail::diagnose<check::ok, check>::value);
     } else {
         constexpr std::size_t m = check::m, n = check::in;
         static_assert(detail::is_vector_of<typename DBPV::shape, n>,

@@ -53,20 +53,29 @@ struct matmul_shapes {
 };
 
 template <class SA, class SB>
-struct matmul_message {
-    static constexpr auto shapes() { return shape_name<SA>::text() + fixed_string(" x ") + shape_name<SB>::text(); }
-    static constexpr auto ranks() { return fixed_string("tenet: matmul needs rank-2 or rank-3 operands: ") + shapes(); }
-    static constexpr auto inner() { return fixed_string("tenet: matmul inner dimensions differ: ") + shapes(); }
-    static constexpr auto batch() { return fixed_string("tenet: matmul batch sizes differ: ") + shapes(); }
+constexpr auto matmul_operands() { return shape_name<SA>::text() + fixed_string(" x ") + shape_name<SB>::text(); }
+
+template <class SA, class SB>
+struct matmul_needs_rank_2_or_3 {
+    static constexpr auto text() { return fixed_string("tenet: matmul needs rank-2 or rank-3 operands: ") + matmul_operands<SA, SB>(); }
 };
 
-template <class NA, class NB>
-struct matmul_place_message {
+template <class SA, class SB>
+struct matmul_inner_dimensions_differ {
+    static constexpr auto text() { return fixed_string("tenet: matmul inner dimensions differ: ") + matmul_operands<SA, SB>(); }
+};
+
+template <class SA, class SB>
+struct matmul_batch_sizes_differ {
+    static constexpr auto text() { return fixed_string("tenet: matmul batch sizes differ: ") + matmul_operands<SA, SB>(); }
+};
+
+template <class SA, class PA, class SB, class PB>
+struct matmul_mixes_places {
     static constexpr auto text()
     {
-        return fixed_string("tenet: matmul mixes places: ") + shape_name<typename NA::shape>::text() +
-               fixed_string(" in ") + NA::place::name() + fixed_string(" x ") + shape_name<typename NB::shape>::text() +
-               fixed_string(" in ") + NB::place::name();
+        return fixed_string("tenet: matmul mixes places: ") + shape_name<SA>::text() + fixed_string(" in ") +
+               PA::name() + fixed_string(" x ") + shape_name<SB>::text() + fixed_string(" in ") + PB::name();
     }
 };
 
@@ -134,17 +143,14 @@ auto make_matmul(A&& a, B&& b)
 {
     using NA = node_t<A>;
     using NB = node_t<B>;
-    using shapes = matmul_shapes<typename NA::shape, typename NB::shape>;
-    using message = matmul_message<typename NA::shape, typename NB::shape>;
+    using SA = typename NA::shape;
+    using SB = typename NB::shape;
+    using shapes = matmul_shapes<SA, SB>;
     constexpr bool places_ok = !std::is_void_v<combined_place_t<typename NA::place, typename NB::place>>;
-    if constexpr (!shapes::ranks_ok)
-        static_assert(diagnostic<message::ranks()>, "tenet: matmul needs rank-2 or rank-3 operands");
-    else if constexpr (!shapes::inner_ok)
-        static_assert(diagnostic<message::inner()>, "tenet: matmul inner dimensions differ");
-    else if constexpr (!shapes::batch_ok)
-        static_assert(diagnostic<message::batch()>, "tenet: matmul batch sizes differ");
-    if constexpr (!places_ok)
-        static_assert(diagnostic<matmul_place_message<NA, NB>::text()>, "tenet: matmul mixes Host and Device");
+    static_assert(diagnose<shapes::ranks_ok, matmul_needs_rank_2_or_3<SA, SB>>::value);
+    static_assert(diagnose<!shapes::ranks_ok || shapes::inner_ok, matmul_inner_dimensions_differ<SA, SB>>::value);
+    static_assert(diagnose<!shapes::ranks_ok || !shapes::inner_ok || shapes::batch_ok, matmul_batch_sizes_differ<SA, SB>>::value);
+    static_assert(diagnose<places_ok, matmul_mixes_places<SA, typename NA::place, SB, typename NB::place>>::value);
     constexpr bool types_ok = gemm_element<typename Prec::storage>;
     static_assert(types_ok, "tenet: matmul multiplies f32, f64, f16 or bf16 elements (int8 and fp8 GEMMs are not "
                             "supported yet)");

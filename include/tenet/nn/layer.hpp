@@ -121,7 +121,7 @@ inline constexpr bool is_no_input_gradient = std::is_same_v<std::remove_cvref_t<
 namespace tenet::nn::detail {
 
 using tenet::detail::decimal;
-using tenet::detail::diagnostic;
+using tenet::detail::diagnose;
 using tenet::detail::fixed_string;
 using tenet::detail::shape_name;
 

@@ -31,8 +31,7 @@ struct linear_input_failure {
 template <std::size_t In, std::size_t Out, class S>
 struct linear_output {
     static constexpr bool fits = S::rank >= 1 && last_extent<S> == In;
-    static_assert(fits || diagnostic<linear_input_failure<In, Out, S>::text()>,
-                  "tenet: Linear fed the wrong number of features");
+    static_assert(diagnose<fits, linear_input_failure<In, Out, S>>::value);
     using type = with_last_extent_t<S, Out>;
 };
 

@@ -21,6 +21,19 @@
 #include <string>
 
 namespace tenet::nn {
+namespace detail {
+
+template <class OutputShape, class DyShape>
+struct backward_dy_shape_mismatch {
+    static constexpr auto text()
+    {
+        using tenet::detail::fixed_string, tenet::detail::shape_name;
+        return fixed_string("tenet: model::backward: dy must have the output's shape ") +
+               shape_name<OutputShape>::text() + fixed_string(", not ") + shape_name<DyShape>::text();
+    }
+};
+
+}  // namespace detail
 
 template <class Spec, precision_policy P, shape_type In, memory_place Place = Device>
 class model {
@@ -103,8 +116,9 @@ public:
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
         using shape = typename std::decay_t<DY>::shape;
-        if constexpr (!std::is_same_v<shape, output_shape>) {
-            static_assert(tenet::detail::diagnostic<backward_shape_failure<shape>::text()>, "tenet: model::backward: dy's shape");
+        constexpr bool fits = std::is_same_v<shape, output_shape>;
+        static_assert(tenet::detail::diagnose<fits, detail::backward_dy_shape_mismatch<output_shape, shape>>::value);
+        if constexpr (!fits) {
         } else if constexpr (stored_as<DY, storage_type>) {
             no_previous_layer none;
             layer_.backward(dy, no_input_gradient{}, step_info_now(), none);
@@ -157,16 +171,6 @@ private:
     }
 
     step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data()}; }
-
-    template <class S>
-    struct backward_shape_failure {
-        static constexpr auto text()
-        {
-            using tenet::detail::fixed_string, tenet::detail::shape_name;
-            return fixed_string("tenet: model::backward: dy must have the output's shape ") +
-                   shape_name<output_shape>::text() + fixed_string(", not ") + shape_name<S>::text();
-        }
-    };
 
     // A tensor or view holding elements of T (what the layers read in place).
     template <class D, class T>

@@ -33,8 +33,7 @@ struct layer_norm_input_failure {
 
 template <std::size_t N, class S>
 struct layer_norm_output {
-    static_assert(last_extent<S> == N || diagnostic<layer_norm_input_failure<N, S>::text()>,
-                  "tenet: LayerNorm fed the wrong number of features");
+    static_assert(diagnose<last_extent<S> == N, layer_norm_input_failure<N, S>>::value);
     using type = S;
 };
 

@@ -82,9 +82,7 @@ template <name Op, name Operand, class Want, class N>
 constexpr bool shape_is()
 {
     constexpr bool ok = std::is_same_v<typename N::shape, Want>;
-    if constexpr (!ok)
-        static_assert(diagnostic<shape_message<Op, Operand, Want, typename N::shape>::text()>,
-                      "tenet: an operand of a row-wise op has the wrong shape");
+    static_assert(diagnose<ok, shape_message<Op, Operand, Want, typename N::shape>>::value);
     return ok;
 }
 
@@ -101,16 +99,15 @@ template <name Op, class N>
 constexpr bool has_rows()
 {
     constexpr bool ok = N::shape::rank >= 1;
-    if constexpr (!ok) static_assert(diagnostic<rank_message<Op>::text()>, "tenet: a row-wise op needs rank >= 1");
+    static_assert(diagnose<ok, rank_message<Op>>::value);
     return ok;
 }
 
-template <name Op, class... N>
+template <name Op, class... Operands>
 struct place_message {
     static constexpr auto text()
     {
-        return fixed_string("tenet: ") + text_of<Op>() + fixed_string(" mixes places: ") +
-               join_with_vs((shape_name<typename N::shape>::text() + fixed_string(" in ") + N::place::name())...);
+        return fixed_string("tenet: ") + text_of<Op>() + fixed_string(" mixes places: ") + join_with_vs(Operands::text()...);
     }
 };
 
@@ -119,9 +116,7 @@ template <name Op, class... N>
 constexpr bool places_agree()
 {
     constexpr bool ok = !std::is_void_v<combined_places_t<typename N::place...>>;
-    if constexpr (!ok)
-        static_assert(diagnostic<place_message<Op, N...>::text()>,
-                      "tenet: Host and Device operands in one row-wise op");
+    static_assert(diagnose<ok, place_message<Op, located_t<N>...>>::value);
     return ok;
 }
 
@@ -155,8 +150,7 @@ template <name Op, name Operand, class View>
 constexpr bool floating_destination()
 {
     constexpr bool ok = is_floating_v<std::remove_const_t<typename View::element_type>>;
-    if constexpr (!ok)
-        static_assert(diagnostic<element_message<Op, Operand>::text()>, "tenet: a row-wise op writes floating point");
+    static_assert(diagnose<ok, element_message<Op, Operand>>::value);
     return ok && writable<Op, Operand, View>();
 }
 
@@ -172,7 +166,7 @@ template <name Op, class N>
 constexpr bool integer_labels()
 {
     constexpr bool ok = std::is_same_v<typename N::value_type, i32>;
-    if constexpr (!ok) static_assert(diagnostic<labels_message<Op>::text()>, "tenet: labels must be integers");
+    static_assert(diagnose<ok, labels_message<Op>>::value);
     return ok;
 }
 

@@ -43,10 +43,11 @@ struct training_precision {
     static_assert(is_floating_v<Storage>,
                   "tenet: training_precision: the storage type must be floating-point; integer storage is for "
                   "inference_precision");
-    static_assert(detail::holds_all_values_of<Accumulate, Compute>,
+    // Each check below assumes the ones above passed: one error per mistake.
+    static_assert(!is_floating_v<Compute> || detail::holds_all_values_of<Accumulate, Compute>,
                   "tenet: precision policy: the accumulate type is narrower than the compute type "
                   "(it must hold every compute value: as many significand bits and as much range)");
-    static_assert(detail::holds_all_values_of<Master, Storage>,
+    static_assert(!is_floating_v<Storage> || detail::holds_all_values_of<Master, Storage>,
                   "tenet: training_precision: the master-weight type is narrower than the storage type");
     static_assert(Math == matmul_math::standard || std::is_same_v<Storage, f32>,
                   "tenet: precision policy: matmul_math::tf32 applies to f32 storage only");

@@ -83,6 +83,10 @@ struct compressed_24 {
 
 namespace detail {
 
+struct compress_24_export {
+    static constexpr auto name() { return tenet::detail::fixed_string("tenet: prune::compress_24"); }
+};
+
 template <class S>
 struct not_groups_of_4 {
     static constexpr auto text()
@@ -103,12 +107,8 @@ auto compress_24(const Weight& weight, const Mask& mask)
     using shapes = detail::export_shapes<Weight, Mask>;
     using shape = typename shapes::shape;
     using T = typename detail::view_of<Weight>::element_type;
-    if constexpr (!(shapes::same && shapes::boolean && shape::rank >= 2))
-        static_assert(tenet::detail::diagnostic<shapes::text(tenet::detail::fixed_string("tenet: prune::compress_24"))>,
-                      "tenet: prune::compress_24: the weight and mask shapes or types do not fit");
-    else if constexpr (shapes::cols % 4 != 0)
-        static_assert(tenet::detail::diagnostic<detail::not_groups_of_4<shape>::text()>,
-                      "tenet: prune::compress_24: the last extent is not a multiple of 4");
+    static_assert(tenet::detail::diagnose<shapes::ok, detail::export_failure<detail::compress_24_export, Weight, Mask>>::value);
+    static_assert(tenet::detail::diagnose<!shapes::ok || shapes::cols % 4 == 0, detail::not_groups_of_4<shape>>::value);
     const auto w = detail::on_host(weight);
     const auto keep = detail::on_host(mask);
     current_stream().synchronize();

@@ -99,14 +99,28 @@ struct export_shapes {
     static constexpr std::size_t cols = shape::rank >= 1 ? shape::extents[shape::rank - 1] : 1;
     static constexpr bool same = std::is_same_v<shape, typename view_of<M>::shape>;
     static constexpr bool boolean = std::is_same_v<typename view_of<M>::element_type, bool>;
-    static constexpr auto text(auto caller)
+    static constexpr bool ok = same && boolean && shape::rank >= 2;
+};
+
+// Who exports (the first words of its diagnostics).
+struct to_csr_export {
+    static constexpr auto name() { return tenet::detail::fixed_string("tenet: prune::to_csr"); }
+};
+
+template <class Export, class WeightShape, class MaskShape, class MaskElement>
+struct weight_and_mask_do_not_fit {
+    static constexpr auto text()
     {
-        return caller + tenet::detail::fixed_string(": weight ") + tenet::detail::shape_name<shape>::text() +
-               tenet::detail::fixed_string(" and mask ") +
-               tenet::detail::shape_name<typename view_of<M>::shape>::text() +
-               tenet::detail::fixed_string(" must have the same shape, of rank >= 2, and the mask bool elements");
+        using tenet::detail::fixed_string, tenet::detail::shape_name;
+        return Export::name() + fixed_string(": weight ") + shape_name<WeightShape>::text() + fixed_string(" and mask ") +
+               shape_name<MaskShape>::text() +
+               fixed_string(" must have the same shape, of rank >= 2, and the mask bool elements");
     }
 };
+
+template <class Export, class W, class M>
+using export_failure = weight_and_mask_do_not_fit<Export, typename view_of<W>::shape, typename view_of<M>::shape,
+                                                  typename view_of<M>::element_type>;
 
 }  // namespace detail
 
@@ -118,9 +132,7 @@ auto to_csr(const Weight& weight, const Mask& mask)
     using shapes = detail::export_shapes<Weight, Mask>;
     using shape = typename shapes::shape;
     using T = typename detail::view_of<Weight>::element_type;
-    if constexpr (!(shapes::same && shapes::boolean && shape::rank >= 2))
-        static_assert(tenet::detail::diagnostic<shapes::text(tenet::detail::fixed_string("tenet: prune::to_csr"))>,
-                      "tenet: prune::to_csr: the weight and mask shapes or types do not fit");
+    static_assert(tenet::detail::diagnose<shapes::ok, detail::export_failure<detail::to_csr_export, Weight, Mask>>::value);
     static_assert(shape::numel <= std::numeric_limits<std::uint32_t>::max(),
                   "tenet: prune::to_csr: CSR offsets are 32-bit: at most 2^32 - 1 elements");
     const auto w = detail::on_host(weight);

@@ -58,7 +58,7 @@ struct no_sparse_form {
     }
     static constexpr void reject()
     {
-        static_assert(tenet::detail::diagnostic<text()>, "tenet: sparse_model: a layer has no sparse form");
+        static_assert(tenet::detail::diagnose<false, no_sparse_form>::value);
     }
 };
 

@@ -80,8 +80,7 @@ void n_of_m(masks<Model>& m)
     m.for_each([](const std::string&, auto weight, auto mask) {
         using shape = typename decltype(weight)::shape;
         if constexpr (shape::extents[shape::rank - 1] % M != 0) {
-            static_assert(tenet::detail::diagnostic<detail::n_of_m_shape_failure<N, M, shape>::text()>,
-                          "tenet: prune::n_of_m: a weight's last extent is not a multiple of M");
+            static_assert(tenet::detail::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
         } else {
             constexpr std::size_t groups = shape::numel / M;
             if constexpr (host_accessible_v<place>) {

@@ -44,7 +44,7 @@ struct no_int8_form {
     }
     static constexpr void reject()
     {
-        static_assert(::tenet::detail::diagnostic<text()>, "tenet: int8_model: a layer has no int8 form");
+        static_assert(::tenet::detail::diagnose<false, no_int8_form>::value);
     }
 };
 

@@ -79,9 +79,8 @@ auto make_reduction(E&& e)
     using N = node_t<E>;
     using S = typename N::shape;
     using axes = reduction_axes<S, Axes...>;
-    if constexpr (!axes::in_range)
-        static_assert(diagnostic<reduction_axis_message<S, Axes...>::text()>, "tenet: reduction axis out of range");
-    static_assert(axes::distinct, "tenet: a reduction axis is named twice");
+    static_assert(diagnose<axes::in_range, reduction_axis_message<S, Axes...>>::value);
+    static_assert(!axes::in_range || axes::distinct, "tenet: a reduction axis is named twice");
     if constexpr (axes::in_range && axes::distinct)
         return reduce_expr<Op, N, axes, Keep>{as_node(std::forward<E>(e))};
     else

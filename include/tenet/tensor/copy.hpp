@@ -57,7 +57,7 @@ void copy(Dst&& destination, const Src& source, stream_ref stream = current_stre
         const auto* from = src.data() + S::layout::offset;
         constexpr std::size_t bytes = D::shape::numel * sizeof(typename D::element_type);
         detail::copy_bytes<typename D::place, typename S::place>(to, from, bytes, stream);
-    } else {
+    } else if constexpr (same_backend) {
         stream_scope on(stream);
         dst = src;
     }

@@ -261,3 +261,35 @@ TEST_CASE("gpu trainer: non-finite gradients and bad labels are counted, and ski
     CHECK(plain.nonfinite_steps() == 1);
     CHECK(any_nonfinite(plain_net));
 }
+
+TEST_CASE("gpu trainer: check_batches rejects a bad batch before anything changes")
+{
+    constexpr std::size_t n = model_t<fp32, Device>::flat_numel;
+    train::trainer_options options;
+    options.accumulation_steps = 2;
+    options.check_batches = true;
+    model_t<fp32, Device> seen_net(8), clean_net(8);
+    train::trainer seen(seen_net, train::adamw{}, train::constant_lr{1e-2f}, options);
+    train::trainer clean(clean_net, train::adamw{}, train::constant_lr{1e-2f}, options);
+    device_batch<f32> first(60, 0.0f, seen.stream()), second(61, 0.0f, seen.stream());
+    device_batch<f32> bad_label(62, 0.0f, seen.stream()), bad_mask(63, 0.0f, seen.stream());
+    const std::int32_t label_ten = 10, label_minus = -1, mask_two = 2;
+    TENET_CUDA_CHECK(cudaMemcpy(bad_label.labels.data() + 3, &label_ten, sizeof label_ten, cudaMemcpyDefault));
+    TENET_CUDA_CHECK(cudaMemcpy(bad_mask.valid.data() + 5, &mask_two, sizeof mask_two, cudaMemcpyDefault));
+
+    seen.step(first.x, first.labels, first.valid);  // mid-accumulation: a rejected step must not end it
+    clean.step(first.x, first.labels, first.valid);
+    CHECK_THROWS_AS(seen.step(bad_label.x, bad_label.labels, bad_label.valid), tenet::index_error);
+    TENET_CUDA_CHECK(cudaMemcpy(bad_label.labels.data() + 3, &label_minus, sizeof label_minus, cudaMemcpyDefault));
+    CHECK_THROWS_AS(seen.step(bad_label.x, bad_label.labels, bad_label.valid), tenet::index_error);
+    CHECK_THROWS_AS(seen.step(bad_mask.x, bad_mask.labels, bad_mask.valid), tenet::error);
+    CHECK(seen_net.step() == clean_net.step());
+    seen.step(second.x, second.labels, second.valid);
+    clean.step(second.x, second.labels, second.valid);
+    seen.stream().synchronize();
+    clean.stream().synchronize();
+    CHECK(seen_net.step() == clean_net.step());
+    CHECK(to_doubles(seen_net.parameters(), n, true) == to_doubles(clean_net.parameters(), n, true));
+    CHECK(seen.mean_loss() == clean.mean_loss());
+    CHECK(seen.nonfinite_steps() == 0);
+}

@@ -28,7 +28,8 @@
 //   valid row's label is out of range (index_error) or a valid entry is
 //   neither 0 nor 1 (tenet::error). The device cannot throw without waiting
 //   for the batch: there such a step's gradient is NaN, which
-//   nonfinite_steps() counts and skip_nonfinite skips (the loss turns NaN).
+//   nonfinite_steps() counts and skip_nonfinite skips (the loss turns NaN);
+//   trainer_options{.check_batches = true} waits and throws as the host does.
 // - Padding rows (valid 0) contribute nothing, whatever x holds there (NaN,
 //   inf): the step zeroes them in its own copy of x (one fused pass), since
 //   the weight gradient's 0 * NaN would otherwise be NaN.
@@ -45,6 +46,7 @@
 #include "../nn/row_ops.hpp"
 #include "../profile/nvtx.hpp"
 #include "../reduce/reduce.hpp"
+#include "../tensor/copy.hpp"
 #include "checkpoint_file.hpp"
 #include "graph.hpp"
 #include "optimizer.hpp"
@@ -64,6 +66,11 @@ namespace tenet::train {
 struct trainer_options {
     std::size_t accumulation_steps = 1;  // micro-batches per update
     optimizer_options optimizer{};
+    // Device models: read each batch's labels and mask back and check them
+    // before anything changes, throwing as the host does. Costs one wait for
+    // the batch per step; off, a bad batch shows as a non-finite step.
+    // (Host models always check.)
+    bool check_batches = false;
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr>
@@ -103,6 +110,7 @@ public:
     {
         stream_scope on(stream_);
         if constexpr (on_host) check_cross_entropy_batch<output_shape>(labels, valid);  // before anything changes
+        else if (options_.check_batches) check_on_host(labels, valid);
         model_.train();
         const std::size_t k = options_.accumulation_steps;
         const auto phase = k == 1 ? phase_kind::only
@@ -339,6 +347,25 @@ private:
         else sum_view = sum_view + gradients;
         if (phase == phase_kind::last)
             optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
+    }
+
+    // check_batches on a device model: one wait for the batch, then the
+    // host's checks on copies of its labels and mask.
+    template <class Labels, class Valid>
+    void check_on_host(const Labels& labels, const Valid& valid)
+    {
+        auto host_labels = host_copy(labels);
+        auto host_valid = host_copy(valid);
+        stream_.synchronize();
+        check_cross_entropy_batch<output_shape>(host_labels, host_valid);
+    }
+
+    template <class T>
+    auto host_copy(const T& tensor)
+    {
+        Tensor<std::remove_const_t<typename T::element_type>, typename T::shape, Host> copied;
+        copy(copied, tensor, stream_);
+        return copied;
     }
 
     // staged_ = x with padding rows 0. A mask entry other than 0 and 1 (only

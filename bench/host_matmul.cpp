@@ -4,6 +4,8 @@
 //   eigen          Map(y).noalias() = Map(a) * Map(b)
 //   tenet_relu     y = relu(matmul(a, b) + bias)  (GEMM, then one fused pass)
 //   eigen_relu     ((Map(a) * Map(b)).rowwise() + bias).cwiseMax(0)
+//   tenet_acc      y += matmul(a, b)               (the GEMM accumulates: beta = 1)
+//   eigen_acc      Map(y).noalias() += Map(a) * Map(b)
 // Both run Eigen's GEMM on the same OpenMP threads. GFLOP/s counts 2 m k n
 // per product. The summary prints tenet's overhead against Eigen (target:
 // at most 5%), from the medians when run with --benchmark_repetitions, and
@@ -83,6 +85,20 @@ void eigen_relu()
     o.ey() = (o.ey().rowwise() + o.ebias()).cwiseMax(0.0f);
 }
 
+template <std::size_t M, std::size_t K, std::size_t N>
+void tenet_accumulate()
+{
+    auto& o = inputs<M, K, N>();
+    o.y += tenet::matmul(o.a, o.b);
+}
+
+template <std::size_t M, std::size_t K, std::size_t N>
+void eigen_accumulate()
+{
+    auto& o = inputs<M, K, N>();
+    o.ey().noalias() += o.ea() * o.eb();
+}
+
 // Runs f once untimed (first touch), then times it; GFLOP/s of the product.
 template <std::size_t M, std::size_t K, std::size_t N, void (*F)()>
 void run(benchmark::State& state)
@@ -106,7 +122,15 @@ void verify()
     eigen_relu<M, K, N>();
     double worst = 0;
     for (std::size_t i = 0; i < M * N; ++i) worst = std::fmax(worst, std::fabs(double(t[i]) - o.y.data()[i]));
-    std::printf("  %4zu x %4zu x %4zu: max |tenet - Eigen| of relu(a b + bias) = %.3g\n", M, K, N, worst);
+    o.y = tenet::random_uniform<tenet::Shape<M, N>>(4);
+    tenet_accumulate<M, K, N>();
+    t.assign(o.y.data(), o.y.data() + M * N);
+    o.y = tenet::random_uniform<tenet::Shape<M, N>>(4);
+    eigen_accumulate<M, K, N>();
+    double worst_acc = 0;
+    for (std::size_t i = 0; i < M * N; ++i) worst_acc = std::fmax(worst_acc, std::fabs(double(t[i]) - o.y.data()[i]));
+    std::printf("  %4zu x %4zu x %4zu: max |tenet - Eigen| of relu(a b + bias) = %.3g, of y += a b = %.3g\n", M, K, N,
+                worst, worst_acc);
 }
 
 // Seconds of one call of f.
@@ -160,12 +184,14 @@ public:
 
     void print_summary(const std::vector<std::string>& shapes) const
     {
-        std::printf("\n%-16s %12s %12s %10s %14s %14s %10s\n", "shape m,k,n", "tenet GF/s", "Eigen GF/s", "overhead",
-                    "tenet+relu", "Eigen+relu", "overhead");
+        std::printf("\n%-16s %12s %12s %10s %14s %14s %10s %12s %12s %10s\n", "shape m,k,n", "tenet GF/s",
+                    "Eigen GF/s", "overhead", "tenet+relu", "Eigen+relu", "overhead", "tenet y+=", "Eigen y+=",
+                    "overhead");
         for (const std::string& s : shapes) {
             const double t = at("tenet/" + s), e = at("eigen/" + s), tr = at("tenet_relu/" + s), er = at("eigen_relu/" + s);
-            std::printf("%-16s %12.1f %12.1f %9.1f%% %14.1f %14.1f %9.1f%%\n", s.c_str(), t, e, 100 * (e / t - 1), tr, er,
-                        100 * (er / tr - 1));
+            const double ta = at("tenet_acc/" + s), ea = at("eigen_acc/" + s);
+            std::printf("%-16s %12.1f %12.1f %9.1f%% %14.1f %14.1f %9.1f%% %12.1f %12.1f %9.1f%%\n", s.c_str(), t, e,
+                        100 * (e / t - 1), tr, er, 100 * (er / tr - 1), ta, ea, 100 * (ea / ta - 1));
         }
     }
 
@@ -186,6 +212,8 @@ std::string register_shape()
     benchmark::RegisterBenchmark(("eigen/" + s).c_str(), run<M, K, N, eigen_gemm<M, K, N>>)->UseRealTime();
     benchmark::RegisterBenchmark(("tenet_relu/" + s).c_str(), run<M, K, N, tenet_relu<M, K, N>>)->UseRealTime();
     benchmark::RegisterBenchmark(("eigen_relu/" + s).c_str(), run<M, K, N, eigen_relu<M, K, N>>)->UseRealTime();
+    benchmark::RegisterBenchmark(("tenet_acc/" + s).c_str(), run<M, K, N, tenet_accumulate<M, K, N>>)->UseRealTime();
+    benchmark::RegisterBenchmark(("eigen_acc/" + s).c_str(), run<M, K, N, eigen_accumulate<M, K, N>>)->UseRealTime();
     verify<M, K, N>();
     return s;
 }

@@ -4,6 +4,7 @@
 #include "device_testing.hpp"
 #include "op_cases.hpp"
 
+#include <tenet/autodiff/autodiff.hpp>
 #include <tenet/expr/random.hpp>
 
 using namespace tenet;
@@ -136,6 +137,36 @@ TEST_CASE("device: misaligned memory takes the scalar path and stays correct")
             log.add("%zu", i);
     }
     CHECK_NO_MISMATCH(log);
+}
+
+// A user's functor (tenet::map) and its derivative run in the same kernels.
+struct user_softsign {
+    TENET_HD float operator()(float x) const { return x / (1.0f + fabsf(x)); }
+    template <std::size_t J>
+    TENET_HD float derivative(float x) const
+    {
+        const float d = 1.0f + fabsf(x);
+        return 1.0f / (d * d);
+    }
+};
+
+TEST_CASE("device: a user's functor through tenet::map and gradients, bit-identical to the host")
+{
+    using S = Shape<257, 33>;
+    Tensor<f32, S, Host> x, dy;
+    testing::fill_random(x, 43, &moderate);
+    testing::fill_random(dy, 44, &moderate);
+    const auto xd = to_device(x);
+    const auto dyd = to_device(dy);
+    Tensor<f32, S, Device> y, dx;
+    testing::poison(y);
+    testing::poison(dx);
+    y = map(user_softsign{}, xd * 2.0f) + 1.0f;
+    dx = gradient<0>(map(user_softsign{}, var<0>(xd)), dyd);
+    Tensor<f32, S, Host> y_host = map(user_softsign{}, x * 2.0f) + 1.0f;
+    Tensor<f32, S, Host> dx_host = gradient<0>(map(user_softsign{}, var<0>(x)), dy);
+    CHECK(same_bits(to_host(y), y_host));
+    CHECK(same_bits(to_host(dx), dx_host));
 }
 
 TEST_CASE("device: in-place, broadcast scalars and multi-output in one kernel")

@@ -47,7 +47,11 @@ struct is_remap_eval<remap_eval<Ev, L>> : std::true_type {};
 
 template <class Op>
 struct no_rule_message {
-    static constexpr auto text() { return fixed_string("tenet: gradients: no derivative rule for ") + Op::name(); }
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: gradients: no derivative rule for ") + op_name<Op>() +
+               fixed_string(" (a functor given to tenet::map differentiates itself with a derivative<J>(x...) member)");
+    }
 };
 
 // Does a gradient reach a variable through this evaluator?
@@ -61,7 +65,8 @@ struct differentiable<remap_eval<Ev, L>> : differentiable<Ev> {};
 template <class Op, class... Es, std::size_t... J>
 constexpr bool any_operand_flows(std::index_sequence<J...>)
 {
-    return ((rule<Op>::template flows<J> && differentiable<Es>::value) || ...);
+    using R = rule_for<Op, typename Es::value_type...>;
+    return ((R::template flows<J> && differentiable<Es>::value) || ...);
 }
 
 template <class Op, class... Es>
@@ -70,8 +75,9 @@ constexpr bool map_differentiable()
     if constexpr (!is_floating_v<typename map_eval<Op, Es...>::value_type> || !(differentiable<Es>::value || ...)) {
         return false;
     } else {
-        static_assert(diagnose<rule<Op>::defined, no_rule_message<Op>>::value);
-        if constexpr (rule<Op>::defined) return any_operand_flows<Op, Es...>(std::index_sequence_for<Es...>{});
+        constexpr bool defined = rule_for<Op, typename Es::value_type...>::defined;
+        static_assert(diagnose<defined, no_rule_message<Op>>::value);
+        if constexpr (defined) return any_operand_flows<Op, Es...>(std::index_sequence_for<Es...>{});
         else return false;
     }
 }
@@ -239,8 +245,9 @@ TENET_HD void backward_operand(const map_eval<Op, Es...>& e, const Tape& tape, G
                                std::index_sequence<All...>)
 {
     using operand = std::tuple_element_t<J, std::tuple<Es...>>;
-    if constexpr (rule<Op>::template flows<J> && differentiable<operand>::value) {
-        const G adjoint = rule<Op>::template adjoint<J>(e.op, g, tape.value, get<All>(tape.children).value...);
+    using R = rule_for<Op, typename Es::value_type...>;
+    if constexpr (R::template flows<J> && differentiable<operand>::value) {
+        const G adjoint = R::template adjoint<J>(e.op, g, tape.value, get<All>(tape.children).value...);
         backward(get<J>(e.operands), get<J>(tape.children), convert<typename operand::value_type>(adjoint), slots);
     }
 }

@@ -30,6 +30,7 @@
 #include "../expr/functors.hpp"
 
 #include <cstddef>
+#include <type_traits>
 
 namespace tenet::detail::ad {
 
@@ -50,6 +51,26 @@ TENET_HD constexpr G as(X x)
 {
     return convert<G>(x);
 }
+
+// A user's functor (tenet::map) that differentiates itself:
+// op.derivative<J>(x...) is d op / d x_J at the operands' values.
+template <class Op, class... X>
+concept self_differentiating = requires(const Op& op, X... x) { op.template derivative<0>(x...); };
+
+template <class Op>
+struct self_rule : every_operand {
+    template <std::size_t J, class G, class Y, class... X>
+    TENET_HD static G adjoint(const Op& op, G g, Y, X... x)
+    {
+        return g * as<G>(op.template derivative<J>(x...));
+    }
+};
+
+// The rule for Op applied to operands of value types X...: the library's,
+// else the functor's own derivative.
+template <class Op, class... X>
+using rule_for =
+    std::conditional_t<!rule<Op>::defined && self_differentiating<Op, X...>, self_rule<Op>, rule<Op>>;
 
 template <>
 struct rule<ops::plus> : every_operand {
@@ -390,3 +411,13 @@ struct rule<ops::cast_to<T>> : every_operand {
 };
 
 }  // namespace tenet::detail::ad
+
+namespace tenet {
+
+// Whether gradients(...) can differentiate F applied to operands of compute
+// values X...: a built-in operation, or a tenet::map functor with a
+// derivative<J>(x...) member.
+template <class F, class... X>
+concept has_derivative = detail::ad::rule_for<F, X...>::defined;
+
+}  // namespace tenet

@@ -35,11 +35,20 @@ constexpr auto join_with_vs(First first, Rest... rest)
     else return first + fixed_string(" vs ") + join_with_vs(rest...);
 }
 
+// An operation as diagnostics name it: its name(), or tenet::map's for a
+// user's functor without one.
+template <class Op>
+constexpr auto op_name()
+{
+    if constexpr (requires { Op::name(); }) return Op::name();
+    else return fixed_string("tenet::map(f, ...)");
+}
+
 template <class Op, class... Shapes>
 struct incompatible_broadcast {
     static constexpr auto text()
     {
-        return fixed_string("tenet: incompatible broadcast in ") + Op::name() + fixed_string(": ") +
+        return fixed_string("tenet: incompatible broadcast in ") + op_name<Op>() + fixed_string(": ") +
                join_with_vs(shape_name<Shapes>::text()...);
     }
 };
@@ -57,7 +66,8 @@ template <class Op, class... Operands>
 struct mixed_places {
     static constexpr auto text()
     {
-        return fixed_string("tenet: ") + Op::name() + fixed_string(" mixes places: ") + join_with_vs(Operands::text()...);
+        return fixed_string("tenet: ") + op_name<Op>() + fixed_string(" mixes places: ") +
+               join_with_vs(Operands::text()...);
     }
 };
 
@@ -226,6 +236,67 @@ auto where(C&& condition, A&& a, B&& b)
     };
     return detail::make_map(ops::select{}, condition_operand(std::forward<C>(condition)),
                             value_operand(std::forward<A>(a), b), value_operand(std::forward<B>(b), a));
+}
+
+namespace detail {
+
+// The value type plain-number operands of tenet::map take: the first
+// expression operand's (as for a binary operator).
+template <class... E>
+struct first_expression_value;
+template <class E, class... Rest>
+struct first_expression_value<E, Rest...> {
+    using type = typename std::conditional_t<expression<std::decay_t<E>>, std::decay<E>,
+                                             first_expression_value<Rest...>>::type::value_type;
+};
+
+template <class F, class... V>
+concept elementwise_functor = std::is_trivially_copyable_v<F> && std::is_invocable_v<const F&, V...> &&
+                              element<std::remove_cvref_t<std::invoke_result_t<const F&, V...>>>;
+
+}  // namespace detail
+
+// map(f, xs...): a user's elementwise operation, fused exactly like the
+// built-ins (the same single kernel or loop nest, the same vector loads).
+// Operands broadcast together; plain numbers take the first expression's
+// value type.
+//   struct softsign {
+//       TENET_HD float operator()(float x) const { return x / (1 + fabsf(x)); }
+//       // optional: d f / d x_J, for gradients(...) and nn::Activation<softsign>
+//       template <std::size_t J>
+//       TENET_HD float derivative(float x) const { float d = 1 + fabsf(x); return 1 / (d * d); }
+//       // optional: the name diagnostics use
+//       static constexpr auto name() { return tenet::detail::fixed_string("softsign"); }
+//   };
+//   y = map(softsign{}, x * 2) + 1;
+// f must be trivially copyable (it travels to the kernel by value) and take
+// the operands' compute values (f32 for f16/bf16/fp8 storage); its result,
+// a tenet element type, is the expression's value type. Under nvcc its
+// operator() must be __host__ __device__ (TENET_HD) for Device tensors.
+template <class F, class... E>
+    requires((sizeof...(E) > 0) && ((expression<std::decay_t<E>> || scalar_value<std::decay_t<E>>) && ...) &&
+             (expression<std::decay_t<E>> || ...))
+auto map(F f, E&&... operands)
+{
+    using V = typename detail::first_expression_value<E...>::type;
+    auto as_operand = [](auto&& x) -> decltype(auto) {
+        if constexpr (scalar_value<std::decay_t<decltype(x)>>) return detail::scalar_operand<V>(x);
+        else return std::forward<decltype(x)>(x);
+    };
+    using nodes = std::tuple<detail::node_t<decltype(as_operand(std::declval<E>()))>...>;
+    constexpr bool callable = []<class... N>(std::tuple<N...>*) {
+        return detail::elementwise_functor<F, typename N::value_type...>;
+    }(static_cast<nodes*>(nullptr));
+    static_assert(callable,
+                  "tenet: map(f, xs...): f must be trivially copyable and callable with the operands' compute values "
+                  "(f32 for f16/bf16/fp8 storage), returning a tenet element type (f32, f64, i32, bool, ...)");
+    if constexpr (callable) {
+        return detail::make_map(f, as_operand(std::forward<E>(operands))...);
+    } else {
+        // a well-formed stand-in of the operands' shape: the error above stays the only one
+        using S = typename detail::broadcast_all<detail::node_t<decltype(as_operand(std::declval<E>()))>...>::shape;
+        return detail::scalar_expr<V, S>{};
+    }
 }
 
 // cast<T>(e): round each element to T (tenet::convert), continue in T's compute type.

@@ -94,4 +94,15 @@ struct Sigmoid : detail::activation_spec<ops::sigmoid> {};
 struct SiLU : detail::activation_spec<ops::silu> {};
 struct Softplus : detail::activation_spec<ops::softplus> {};
 
+// Activation<F>: a user's elementwise functor as a layer (F as tenet::map
+// takes it, default-constructible, with a derivative<0>(x) member for the
+// backward). It works wherever a built-in activation does: Sequential,
+// nn::model, the trainer, checkpoints.
+template <class F>
+struct Activation : detail::activation_spec<F> {
+    static_assert(std::is_default_constructible_v<F> && has_derivative<F, f32>,
+                  "tenet: nn::Activation<F>: F must be default-constructible and give its derivative "
+                  "(template <std::size_t J> TENET_HD float derivative(float x) const)");
+};
+
 }  // namespace tenet::nn

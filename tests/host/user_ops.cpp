@@ -11,7 +11,9 @@
 #include <tenet/train/trainer.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace user {
@@ -56,6 +58,58 @@ struct my_relu {
     {
         return x > 0.0f ? 1.0f : 0.0f;
     }
+};
+
+// A layer of the user's own, written against the public protocol
+// (nn/layer.hpp): y = x * scale, one learnable scale per feature.
+template <std::size_t N>
+struct Scale {
+    template <class In>
+    using output_shape = In;
+
+    template <tenet::precision_policy P, class In, class Place>
+    class layer {
+        using T = typename P::storage;
+        using rows = tenet::Shape<In::numel / N, N>;
+
+    public:
+        static constexpr std::size_t parameter_count = N;
+        static constexpr std::size_t parameter_numel = tenet::nn::padded_numel<T>(N);
+        static constexpr std::size_t activation_bytes = 0;  // keeps a pointer to its input
+        static constexpr std::size_t activation_gradient_bytes = 0;
+        static constexpr bool wants_preactivation_gradient = false;
+
+        template <class Slice>
+        explicit layer(Slice& slice) : scale_(slice.template take<tenet::Shape<N>, Place>())
+        {
+        }
+        void initialize(std::uint64_t seed) { scale_.first = tenet::random_uniform<tenet::Shape<N>>(seed) * 0.5f + 0.75f; }
+
+        template <class X, class Y>
+        void forward(const X& x, const Y& y, const tenet::nn::step_info&)
+        {
+            input_ = x.data();
+            tenet::reshape<rows>(y) = tenet::reshape<rows>(x) * scale_.first;
+        }
+
+        template <class DY, class DX, class Prev>
+        void backward(const DY& dy, const DX& dx, const tenet::nn::step_info&, Prev&)
+        {
+            const auto x = tenet::make_view<rows, Place>(input_);
+            scale_.second = tenet::sum<0>(tenet::reshape<rows>(dy) * x);
+            if constexpr (!tenet::nn::is_no_input_gradient<DX>) tenet::reshape<rows>(dx) = tenet::reshape<rows>(dy) * scale_.first;
+        }
+
+        template <class F>
+        void for_each_parameter(F&& f, const std::string& prefix)
+        {
+            f(prefix + "scale", scale_.first, scale_.second);
+        }
+
+    private:
+        decltype(std::declval<tenet::nn::parameter_slice<T, tenet::nn::gradient_t<P>>&>().template take<tenet::Shape<N>, Place>()) scale_;
+        const T* input_ = nullptr;
+    };
 };
 
 // No derivative: fine for forward expressions.
@@ -189,4 +243,84 @@ TEST_CASE("nn::Activation<F>: a user's ReLU trains exactly as nn::ReLU")
     CHECK(differing == 0);
     CHECK(ta.mean_loss() == tb.mean_loss());
     CHECK(std::isfinite(ta.mean_loss()));
+}
+
+static_assert(nn::layer_spec<user::Scale<8>, fp32, Shape<4, 8>, Host>);
+static_assert(nn::layer_spec<nn::Linear<8, 3>, bf16_mixed, Shape<4, 8>, Host>);
+static_assert(nn::layer_spec<nn::Activation<user::softsign>, fp32, Shape<4, 8>, Host>);
+static_assert(nn::layer_spec<nn::LayerNorm<8>, fp32, Shape<4, 8>, Host>);
+static_assert(nn::layer_spec<nn::Sequential<nn::Linear<8, 3>, nn::ReLU>, fp32, Shape<4, 8>, Host>);
+static_assert(!nn::layer_spec<user::softsign, fp32, Shape<4, 8>, Host>);
+
+TEST_CASE("a user's own layer: its gradients match finite differences; it trains and checkpoints")
+{
+    constexpr std::size_t features = 12, classes = 4, batch = 16;
+    using spec = nn::Sequential<nn::Linear<features, 16>, user::Scale<16>, nn::Tanh, nn::Linear<16, classes>>;
+    using model_t = nn::model<spec, training_precision<f64, f64, f64, f64>, Shape<batch, features>, Host>;
+    model_t m(3);
+    const auto data = testing::make_task(batch, features, classes, 21);
+    testing::task_batch<f64, batch, features> b;
+    b.fill(data, 0);
+
+    // Mean softmax cross-entropy of the logits, and its gradient, in float64.
+    auto loss_of = [&](const auto& logits, Tensor<f64, Shape<batch, classes>, Host>* dlogits) {
+        double total = 0;
+        for (std::size_t r = 0; r < batch; ++r) {
+            double top = -1e300, z = 0;
+            for (std::size_t c = 0; c < classes; ++c) top = std::fmax(top, logits.data()[r * classes + c]);
+            for (std::size_t c = 0; c < classes; ++c) z += std::exp(logits.data()[r * classes + c] - top);
+            const auto label = static_cast<std::size_t>(b.labels.data()[r]);
+            total += top + std::log(z) - logits.data()[r * classes + label];
+            if (dlogits)
+                for (std::size_t c = 0; c < classes; ++c)
+                    dlogits->data()[r * classes + c] =
+                        (std::exp(logits.data()[r * classes + c] - top) / z - (c == label)) / batch;
+        }
+        return total / batch;
+    };
+    Tensor<f64, Shape<batch, classes>, Host> dlogits;
+    loss_of(m.forward(b.x), &dlogits);
+    m.backward(dlogits);
+    std::vector<double> analytic;
+    f64* scale = nullptr;
+    m.for_each_parameter([&](const std::string& name, auto value, auto gradient) {
+        if (name != "1.scale") return;
+        scale = value.data();
+        analytic.assign(gradient.data(), gradient.data() + 16);
+    });
+    REQUIRE(scale != nullptr);
+    const double h = 1e-6;
+    for (std::size_t i = 0; i < 16; ++i) {
+        const double kept = scale[i];
+        scale[i] = kept + h;
+        const double up = loss_of(m.forward(b.x), nullptr);
+        scale[i] = kept - h;
+        const double down = loss_of(m.forward(b.x), nullptr);
+        scale[i] = kept;
+        const double numeric = (up - down) / (2 * h);
+        CHECK(std::fabs(analytic[i] - numeric) <= 1e-6 * (1 + std::fabs(numeric)));
+    }
+
+    // It trains with the trainer, and its parameter round-trips through a checkpoint.
+    nn::model<spec, fp32, Shape<batch, features>, Host> net(5);
+    train::trainer t(net, train::adamw{}, train::constant_lr{1e-2f});
+    const auto task = testing::make_task(8 * batch, features, classes, 22);
+    testing::task_batch<f32, batch, features> fb;
+    double first = 0, last = 0;
+    for (int epoch = 0; epoch < 20; ++epoch) {
+        for (std::size_t at = 0; at < task.y.size(); at += batch) {
+            fb.fill(task, at);
+            t.step(fb.x, fb.labels, fb.valid);
+        }
+        (epoch == 0 ? first : last) = t.mean_loss();
+    }
+    CHECK(last < 0.5 * first);
+    const auto path = (std::filesystem::temp_directory_path() / "tenet_user_layer.ckpt").string();
+    t.save(path);
+    std::vector<float> saved(net.parameters(), net.parameters() + decltype(net)::flat_numel);
+    fb.fill(task, 0);
+    t.step(fb.x, fb.labels, fb.valid);
+    t.load(path);
+    CHECK(std::equal(saved.begin(), saved.end(), net.parameters()));
+    std::filesystem::remove(path);
 }

@@ -14,13 +14,17 @@
 //                                 dx is no_input_gradient for a first layer;
 //                                 prev is the layer before (for fusion)
 //     for_each_parameter(f, prefix)  f(name, value view, gradient view)
-// Shapes, byte counts and parameter layout are all compile-time.
+// Shapes, byte counts and parameter layout are all compile-time. The
+// concepts layer_spec and layer below state this; Sequential and model check
+// every layer against it (detail::check_layer_spec: one tenet: line naming a
+// missing member), built-in or a user's own type in any namespace.
 #pragma once
 
 #include "../exec/assign.hpp"
 #include "../numeric/precision.hpp"
 #include "init.hpp"
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -115,6 +119,95 @@ struct no_previous_layer {
 
 template <class T>
 inline constexpr bool is_no_input_gradient = std::is_same_v<std::remove_cvref_t<T>, no_input_gradient>;
+
+// What for_each_parameter is called with in the checks below.
+struct parameter_probe {
+    template <class Value, class Gradient>
+    void operator()(const std::string&, Value, Gradient) const
+    {
+    }
+};
+
+// The protocol as concepts. Layer L, instantiated for policy P, input shape
+// In, output shape Out and place Place, fed contiguous views of the storage type:
+template <class L, class P, class In, class Out, class Place>
+concept layer =
+    requires(L& l, const TensorView<const typename P::storage, contiguous_layout<In>, Place>& x,
+             const TensorView<typename P::storage, contiguous_layout<Out>, Place>& y,
+             const TensorView<typename P::storage, contiguous_layout<Out>, Place>& dy,
+             const TensorView<typename P::storage, contiguous_layout<In>, Place>& dx, const step_info& step,
+             no_previous_layer& prev, parameter_slice<typename P::storage, gradient_t<P>>& slice,
+             parameter_probe& f) {
+        { L::parameter_count } -> std::convertible_to<std::size_t>;
+        { L::parameter_numel } -> std::convertible_to<std::size_t>;
+        { L::activation_bytes } -> std::convertible_to<std::size_t>;
+        { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>;
+        { L::wants_preactivation_gradient } -> std::convertible_to<bool>;
+        L(slice);
+        l.initialize(std::uint64_t{});
+        l.forward(x, y, step);
+        l.backward(dy, dx, step, prev);
+        l.backward(dy, no_input_gradient{}, step, prev);
+        l.for_each_parameter(f, std::string{});
+    };
+
+// A spec (what users write in a model) whose layer for input shape In is one.
+template <class Spec, class P, class In, class Place>
+concept layer_spec = requires {
+    typename Spec::template output_shape<In>;
+    typename Spec::template layer<P, In, Place>;
+} && layer<typename Spec::template layer<P, In, Place>, P, In, typename Spec::template output_shape<In>, Place>;
+
+namespace detail {
+
+// One tenet: line per missing part of the protocol (the concepts above say
+// only "not satisfied"); true once reported, so the caller adds no error.
+template <class L, class P, class In, class Out, class Place>
+constexpr bool check_layer()
+{
+    using x_view = TensorView<const typename P::storage, contiguous_layout<In>, Place>;
+    using y_view = TensorView<typename P::storage, contiguous_layout<Out>, Place>;
+    using dx_view = TensorView<typename P::storage, contiguous_layout<In>, Place>;
+    using slice = parameter_slice<typename P::storage, gradient_t<P>>;
+    static_assert(requires { { L::parameter_count } -> std::convertible_to<std::size_t>; },
+                  "tenet: layer: needs static constexpr std::size_t parameter_count");
+    static_assert(requires { { L::parameter_numel } -> std::convertible_to<std::size_t>; },
+                  "tenet: layer: needs static constexpr std::size_t parameter_numel (padded_numel of each parameter)");
+    static_assert(requires { { L::activation_bytes } -> std::convertible_to<std::size_t>; },
+                  "tenet: layer: needs static constexpr std::size_t activation_bytes");
+    static_assert(requires { { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>; },
+                  "tenet: layer: needs static constexpr std::size_t activation_gradient_bytes");
+    static_assert(requires { { L::wants_preactivation_gradient } -> std::convertible_to<bool>; },
+                  "tenet: layer: needs static constexpr bool wants_preactivation_gradient");
+    static_assert(std::is_constructible_v<L, slice&>, "tenet: layer: needs a constructor taking parameter_slice<...>&");
+    static_assert(requires(L& l) { l.initialize(std::uint64_t{}); }, "tenet: layer: needs initialize(std::uint64_t seed)");
+    static_assert(requires(L& l, const x_view& x, const y_view& y) { l.forward(x, y, step_info{}); },
+                  "tenet: layer: needs forward(x, y, const step_info&)");
+    static_assert(requires(L& l, const y_view& dy, const dx_view& dx, no_previous_layer& prev) {
+        l.backward(dy, dx, step_info{}, prev);
+        l.backward(dy, no_input_gradient{}, step_info{}, prev);
+    }, "tenet: layer: needs backward(dy, dx, const step_info&, prev), dx a view or no_input_gradient");
+    static_assert(requires(L& l, parameter_probe& f) { l.for_each_parameter(f, std::string{}); },
+                  "tenet: layer: needs for_each_parameter(f, prefix), calling f(name, value view, gradient view)");
+    return true;  // reported above: no second error at the caller
+}
+
+template <class Spec, class P, class In, class Place>
+constexpr bool check_layer_spec()
+{
+    constexpr bool shaped = requires { typename Spec::template output_shape<In>; };
+    constexpr bool instantiable = requires { typename Spec::template layer<P, In, Place>; };
+    static_assert(shaped, "tenet: layer spec: needs template <class In> using output_shape = ... (the output shape for In)");
+    static_assert(instantiable,
+                  "tenet: layer spec: needs template <precision_policy P, class In, class Place> using layer = ...");
+    if constexpr (shaped && instantiable)
+        return check_layer<typename Spec::template layer<P, In, Place>, P, In, typename Spec::template output_shape<In>,
+                           Place>();
+    else
+        return true;
+}
+
+}  // namespace detail
 
 }  // namespace tenet::nn
 

@@ -37,6 +37,8 @@ struct backward_dy_shape_mismatch {
 
 template <class Spec, precision_policy P, shape_type In, memory_place Place = Device>
 class model {
+    static_assert(detail::check_layer_spec<Spec, P, In, Place>());
+
 public:
     using policy = P;
     using storage_type = typename P::storage;

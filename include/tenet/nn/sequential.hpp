@@ -93,6 +93,7 @@ class sequential_layer;
 
 template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I, bool Recompute>
 class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>, Recompute> {
+    static_assert((check_layer_spec<typename U::spec, P, at_t<I, Shapes>, Place>() && ...));
     static constexpr std::size_t n = sizeof...(U);
     using storage = typename P::storage;
     template <std::size_t K>

@@ -91,3 +91,11 @@ struct diagnose<false, Failure> {
 };
 
 }  // namespace tenet::detail
+
+namespace tenet {
+
+// Compile-time text, e.g. a tenet::map functor's name() for diagnostics:
+//   static constexpr auto name() { return tenet::fixed_string("softsign"); }
+using detail::fixed_string;
+
+}  // namespace tenet

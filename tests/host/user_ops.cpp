@@ -31,7 +31,7 @@ struct softsign {
         const X d = X(1) + (x < X(0) ? -x : x);
         return X(1) / (d * d);
     }
-    static constexpr auto name() { return tenet::detail::fixed_string("softsign"); }
+    static constexpr auto name() { return tenet::fixed_string("softsign"); }
 };
 
 // x * y + sin(x) * k: two operands and a member (a functor may carry state).

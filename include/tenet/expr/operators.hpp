@@ -6,6 +6,7 @@
 
 #include "functors.hpp"
 #include "map.hpp"
+#include "scalar.hpp"
 #include "views.hpp"
 
 #include <type_traits>
@@ -72,8 +73,9 @@ struct mixed_places {
 };
 
 // Stands in for an expression that failed a compile-time check, so that one
-// error is reported instead of a cascade.
-struct failed_expression {};
+// error is reported instead of a cascade: a rank-0 scalar, which broadcasts
+// to whatever shape it meets next, so nothing downstream fails again.
+struct failed_expression : scalar_expr<f32, Shape<>> {};
 
 template <class Op, class... E>
 auto make_map(Op op, E&&... operands)
@@ -266,7 +268,7 @@ concept elementwise_functor = std::is_trivially_copyable_v<F> && std::is_invocab
 //       template <std::size_t J>
 //       TENET_HD float derivative(float x) const { float d = 1 + fabsf(x); return 1 / (d * d); }
 //       // optional: the name diagnostics use
-//       static constexpr auto name() { return tenet::detail::fixed_string("softsign"); }
+//       static constexpr auto name() { return tenet::fixed_string("softsign"); }
 //   };
 //   y = map(softsign{}, x * 2) + 1;
 // f must be trivially copyable (it travels to the kernel by value) and take

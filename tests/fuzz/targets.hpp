@@ -63,7 +63,7 @@ inline void checkpoint(const std::uint8_t* data, std::size_t size)
     static train::trainer t(net, train::adamw{}, train::constant_lr{1e-3f});
     for (const std::vector<std::uint8_t>& input : {std::vector<std::uint8_t>(data, data + size), with_crc(data, size)}) {
         const std::string path = as_file("checkpoint", input.data(), input.size());
-        expect_parse_or_error([&] { (void)train::read_checkpoint_file(path, "fuzz"); });
+        expect_parse_or_error([&] { (void)io::read_checkpoint_file(path, "fuzz"); });
         expect_parse_or_error([&] { t.load(path); });
     }
 }

@@ -1,7 +1,7 @@
 // The checkpoint file format: exact bytes against an encoder and a bitwise
 // CRC-32 written here, round trips, every rejection, and atomic replacement.
 #include <doctest/doctest.h>
-#include <tenet/train/checkpoint_file.hpp>
+#include <tenet/io/checkpoint_file.hpp>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -18,8 +18,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using tenet::train::checkpoint_contents;
-using tenet::train::checkpoint_section;
+using tenet::io::checkpoint_contents;
+using tenet::io::checkpoint_section;
 using bytes_t = std::vector<std::byte>;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -137,7 +137,7 @@ checkpoint_contents small_contents(std::mt19937_64& rng)
 std::string read_error(const std::string& path, const std::string& signature)
 {
     try {
-        (void)tenet::train::read_checkpoint_file(path, signature);
+        (void)tenet::io::read_checkpoint_file(path, signature);
     } catch (const tenet::format_error& e) {
         CHECK(e.path() == path);
         return e.what();
@@ -169,12 +169,12 @@ TEST_CASE("checkpoint file: exact bytes, and a round trip of random sections")
     SUBCASE("the bytes are the documented layout, CRC included")
     {
         const checkpoint_contents c = small_contents(rng);
-        tenet::train::write_checkpoint_file(path, c);
+        tenet::io::write_checkpoint_file(path, c);
         const bytes_t file = read_bytes(path);
         const bytes_t expected = expected_file(c);
         REQUIRE(file.size() == expected.size());
         CHECK(file == expected);
-        CHECK(tenet::train::read_checkpoint_file(path, c.signature).step == c.step);
+        CHECK(tenet::io::read_checkpoint_file(path, c.signature).step == c.step);
     }
     SUBCASE("random sections, an empty one and a large one come back equal")
     {
@@ -182,8 +182,8 @@ TEST_CASE("checkpoint file: exact bytes, and a round trip of random sections")
         c.sections.push_back({"large", random_bytes(rng, (3u << 20) + 5)});
         for (int i = 0; i < 12; ++i) c.sections.push_back({"s" + std::to_string(i), random_bytes(rng, rng() % 300)});
         c.sections.push_back({"", {}});
-        tenet::train::write_checkpoint_file(path, c);
-        const checkpoint_contents back = tenet::train::read_checkpoint_file(path, c.signature);
+        tenet::io::write_checkpoint_file(path, c);
+        const checkpoint_contents back = tenet::io::read_checkpoint_file(path, c.signature);
         CHECK(back.signature == c.signature);
         CHECK(back.step == c.step);
         REQUIRE(back.sections.size() == c.sections.size());
@@ -196,9 +196,9 @@ TEST_CASE("checkpoint file: exact bytes, and a round trip of random sections")
     }
     SUBCASE("no sections and an empty signature: the smallest file")
     {
-        tenet::train::write_checkpoint_file(path, {"", 7, {}});
+        tenet::io::write_checkpoint_file(path, {"", 7, {}});
         CHECK(read_bytes(path).size() == 40);
-        const checkpoint_contents back = tenet::train::read_checkpoint_file(path, "");
+        const checkpoint_contents back = tenet::io::read_checkpoint_file(path, "");
         CHECK(back.step == 7);
         CHECK(back.sections.empty());
     }
@@ -208,18 +208,18 @@ TEST_CASE("find_section returns a section of the expected size, else format_erro
 {
     std::mt19937_64 rng(3);
     const checkpoint_contents c = small_contents(rng);
-    const checkpoint_section& m = tenet::train::find_section(c, "adam.m", 11);
+    const checkpoint_section& m = tenet::io::find_section(c, "adam.m", 11);
     CHECK(&m == &c.sections[2]);
-    CHECK(tenet::train::find_section(c, "empty", 0).bytes.empty());
+    CHECK(tenet::io::find_section(c, "empty", 0).bytes.empty());
     try {
-        (void)tenet::train::find_section(c, "adam.v", 11);
+        (void)tenet::io::find_section(c, "adam.v", 11);
         FAIL("no error");
     } catch (const tenet::format_error& e) {
         CHECK(contains(e.what(), "no section \"adam.v\" (it has \"params\", \"empty\", \"adam.m\")"));
         CHECK(contains(e.what(), std::to_string(c.step)));
     }
     try {
-        (void)tenet::train::find_section(c, "params", 36);
+        (void)tenet::io::find_section(c, "params", 36);
         FAIL("no error");
     } catch (const tenet::format_error& e) {
         CHECK(contains(e.what(), "section \"params\" has 37 bytes, expected 36"));
@@ -233,7 +233,7 @@ TEST_CASE("every damaged checkpoint is rejected with the reason")
     const checkpoint_contents c = small_contents(rng);
     const std::string good = dir.file("good.ckpt");
     const std::string bad = dir.file("bad.ckpt");
-    tenet::train::write_checkpoint_file(good, c);
+    tenet::io::write_checkpoint_file(good, c);
     const bytes_t file = read_bytes(good);
     REQUIRE(file == expected_file(c));
 
@@ -315,7 +315,7 @@ TEST_CASE("every damaged checkpoint is rejected with the reason")
         const std::string common(100, 'x');
         checkpoint_contents long_sig = c;
         long_sig.signature = common + "A" + std::string(100, 'y');
-        tenet::train::write_checkpoint_file(good, long_sig);
+        tenet::io::write_checkpoint_file(good, long_sig);
         const std::string shortened = read_error(good, common + "B" + std::string(100, 'y'));
         CHECK(contains(shortened, "...\"" + std::string(24, 'x') + "A" + std::string(39, 'y') + "\"..."));
         CHECK(contains(shortened, "...\"" + std::string(24, 'x') + "B" + std::string(39, 'y') + "\"..."));
@@ -329,7 +329,7 @@ TEST_CASE("reading what is not a readable file is an io_error")
     scratch_dir dir;
     const auto is_plain_io_error = [](const std::string& path) {
         try {
-            (void)tenet::train::read_checkpoint_file(path, "x");
+            (void)tenet::io::read_checkpoint_file(path, "x");
         } catch (const tenet::format_error&) {
             return false;
         } catch (const tenet::io_error& e) {
@@ -347,7 +347,7 @@ TEST_CASE("a failed write leaves the old file intact and no temporary file")
     std::mt19937_64 rng(11);
     const std::string path = dir.file("model.ckpt");
     const checkpoint_contents old = small_contents(rng);
-    tenet::train::write_checkpoint_file(path, old);
+    tenet::io::write_checkpoint_file(path, old);
     const bytes_t old_bytes = read_bytes(path);
 
     SUBCASE("the file system refuses the data (file size limit)")
@@ -362,7 +362,7 @@ TEST_CASE("a failed write leaves the old file intact and no temporary file")
         REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
         std::string what;
         try {
-            tenet::train::write_checkpoint_file(path, big);
+            tenet::io::write_checkpoint_file(path, big);
         } catch (const tenet::io_error& e) {
             what = e.what();
         }
@@ -375,21 +375,21 @@ TEST_CASE("a failed write leaves the old file intact and no temporary file")
     {
         const std::string target = dir.file("a_directory");
         fs::create_directory(target);
-        CHECK_THROWS_AS(tenet::train::write_checkpoint_file(target, old), tenet::io_error);
+        CHECK_THROWS_AS(tenet::io::write_checkpoint_file(target, old), tenet::io_error);
         CHECK(fs::is_directory(target));
         fs::remove(target);
     }
     SUBCASE("the directory does not exist")
     {
-        CHECK_THROWS_AS(tenet::train::write_checkpoint_file(dir.file("no/such/dir/x.ckpt"), old), tenet::io_error);
+        CHECK_THROWS_AS(tenet::io::write_checkpoint_file(dir.file("no/such/dir/x.ckpt"), old), tenet::io_error);
     }
     SUBCASE("the directory is not writable")
     {
         if (::geteuid() == 0) {  // permissions do not bind root; /proc refuses new files even to root
-            CHECK_THROWS_AS(tenet::train::write_checkpoint_file("/proc/tenet_test.ckpt", old), tenet::io_error);
+            CHECK_THROWS_AS(tenet::io::write_checkpoint_file("/proc/tenet_test.ckpt", old), tenet::io_error);
         } else {
             fs::permissions(dir.path, fs::perms::owner_read | fs::perms::owner_exec);
-            CHECK_THROWS_AS(tenet::train::write_checkpoint_file(path, small_contents(rng)), tenet::io_error);
+            CHECK_THROWS_AS(tenet::io::write_checkpoint_file(path, small_contents(rng)), tenet::io_error);
             fs::permissions(dir.path, fs::perms::owner_all);
         }
     }
@@ -397,7 +397,7 @@ TEST_CASE("a failed write leaves the old file intact and no temporary file")
     {
         checkpoint_contents twice = old;
         twice.sections.push_back(twice.sections.front());
-        CHECK_THROWS_WITH_AS(tenet::train::write_checkpoint_file(path, twice),
+        CHECK_THROWS_WITH_AS(tenet::io::write_checkpoint_file(path, twice),
                              "tenet: checkpoint section \"params\" appears twice", tenet::error);
     }
     CHECK(read_bytes(path) == old_bytes);

@@ -224,7 +224,7 @@ TEST_CASE("a terabyte file is refused from its size, before anything is read")
     const auto start = std::chrono::steady_clock::now();
     const std::string trainer_error = rejection([&] { t.load(huge); });
     const std::string sparse_error = rejection([&] { prune::load_sparse(huge, m); });
-    const std::string plain_error = rejection([&] { (void)train::read_checkpoint_file(huge, t.signature()); });
+    const std::string plain_error = rejection([&] { (void)io::read_checkpoint_file(huge, t.signature()); });
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
     for (const std::string& what : {trainer_error, sparse_error, plain_error}) {
         CAPTURE(what);
@@ -232,7 +232,7 @@ TEST_CASE("a terabyte file is refused from its size, before anything is read")
     }
     // The trainer's bound is exact to within the section names' allowance.
     CHECK(contains(trainer_error, "more than the " +
-                                      std::to_string(train::checkpoint_size_bound(t.signature(), 5, 0) +
+                                      std::to_string(io::checkpoint_size_bound(t.signature(), 5, 0) +
                                                      net_t::flat_numel * 13 + sizeof(train::step_state))));
 }
 
@@ -307,10 +307,10 @@ TEST_CASE("atomic_file: exclusive temporaries, planted links not followed, stale
     write_bytes(unrelated, victim);
 
     const mode_t mask = ::umask(022);
-    train::write_checkpoint_file(dest, {"sig", 7, {{"a", bytes_t(100, std::byte{42})}}});
+    io::write_checkpoint_file(dest, {"sig", 7, {{"a", bytes_t(100, std::byte{42})}}});
     ::umask(mask);
     CHECK(read_bytes(target) == victim);
-    CHECK(train::read_checkpoint_file(dest, "sig").step == 7);
+    CHECK(io::read_checkpoint_file(dest, "sig").step == 7);
     CHECK((fs::status(dest).permissions() & fs::perms::all) ==
           (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read));
     CHECK(!fs::exists(fs::symlink_status(stale_link)));

@@ -459,12 +459,12 @@ TEST_CASE("sparse file: damaged, inconsistent and foreign files are refused; mod
     };
     // Rewrites a valid file with its contents changed (the container stays valid).
     const auto rewritten = [&](const std::string& from, prune::sparse_format f, auto change) {
-        train::checkpoint_contents c = train::read_checkpoint_file(from, prune::detail::sparse_signature(net, f));
+        io::checkpoint_contents c = io::read_checkpoint_file(from, prune::detail::sparse_signature(net, f));
         change(c);
-        train::write_checkpoint_file(bad, c);
+        io::write_checkpoint_file(bad, c);
         return bad;
     };
-    const auto section = [](train::checkpoint_contents& c, const std::string& name) -> std::vector<std::byte>& {
+    const auto section = [](io::checkpoint_contents& c, const std::string& name) -> std::vector<std::byte>& {
         return std::find_if(c.sections.begin(), c.sections.end(), [&](const auto& s) { return s.name == name; })->bytes;
     };
 

@@ -211,11 +211,11 @@ TEST_CASE("prune: masks are saved in and restored from trainer checkpoints")
         if (!keep[i]) CHECK(convert<f64>(net.parameters()[i]) == 0.0);
 
     // A mask byte that is neither 0 nor 1, behind a valid checksum: rejected, nothing changes.
-    auto contents = train::read_checkpoint_file(path, t.signature());
+    auto contents = io::read_checkpoint_file(path, t.signature());
     for (auto& s : contents.sections)
         if (s.name == "masks") s.bytes[masks.prunable()[1].offset] = std::byte{2};
     const std::string bad = temp_path("bad_mask.ckpt");
-    train::write_checkpoint_file(bad, contents);
+    io::write_checkpoint_file(bad, contents);
     const auto before = copy_of(net.parameters(), M::flat_numel);
     const auto masks_before = masks.to_host();
     CHECK_THROWS_AS(t.load(bad), tenet::format_error);

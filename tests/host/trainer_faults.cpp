@@ -240,7 +240,7 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
     }
     const std::string path = temp_path("good.ckpt"), bad_path = temp_path("bad.ckpt");
     t.save(path);
-    const train::checkpoint_contents good = train::read_checkpoint_file(path, t.signature());
+    const io::checkpoint_contents good = io::read_checkpoint_file(path, t.signature());
     const auto parameters = bits_of(net);
     const auto state = t.state();
     const auto step = net.step();
@@ -252,7 +252,7 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
     const auto moved_state = t.state();
 
     auto with_state = [&](auto change) {
-        train::checkpoint_contents c = good;
+        io::checkpoint_contents c = good;
         for (auto& section : c.sections)
             if (section.name == "step_state") {
                 train::step_state s;
@@ -263,13 +263,13 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
         return c;
     };
     auto with_value = [&](const char* name, std::size_t element, float value) {
-        train::checkpoint_contents c = good;
+        io::checkpoint_contents c = good;
         for (auto& section : c.sections)
             if (section.name == name) std::memcpy(section.bytes.data() + element * sizeof(float), &value, sizeof value);
         return c;
     };
     constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    const std::vector<train::checkpoint_contents> bad = {
+    const std::vector<io::checkpoint_contents> bad = {
         with_state([](train::step_state& s) { s.loss_scale = nan; }),
         with_state([](train::step_state& s) { s.loss_scale = inf; }),
         with_state([](train::step_state& s) { s.loss_scale = 0.0f; }),
@@ -285,7 +285,7 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
     };
     for (std::size_t i = 0; i < bad.size(); ++i) {
         CAPTURE(i);
-        train::write_checkpoint_file(bad_path, bad[i]);  // a correct checksum
+        io::write_checkpoint_file(bad_path, bad[i]);  // a correct checksum
         CHECK_THROWS_AS(t.load(bad_path), tenet::format_error);
         CHECK(bits_of(net) == moved);
         CHECK(same(t.state(), moved_state));
@@ -309,13 +309,13 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
     p.step(g.x, g.labels, g.valid);
     REQUIRE(pruned_net.parameters()[at] == 0.0f);
     p.save(path);
-    train::checkpoint_contents c = train::read_checkpoint_file(path, p.signature());
+    io::checkpoint_contents c = io::read_checkpoint_file(path, p.signature());
     for (auto& section : c.sections)
         if (section.name == "parameters" || section.name == "state0") {
             const float value = 0.75f;
             std::memcpy(section.bytes.data() + at * sizeof(float), &value, sizeof value);
         }
-    train::write_checkpoint_file(bad_path, c);
+    io::write_checkpoint_file(bad_path, c);
     p.load(bad_path);
     CHECK(pruned_net.parameters()[at] == 0.0f);
     CHECK(p.optimizer().slot(0)[at] == 0.0f);

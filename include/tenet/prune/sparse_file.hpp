@@ -1,5 +1,5 @@
 // A pruned model exported to a file, its weights compressed: the checkpoint
-// container (train/checkpoint_file.hpp: atomic write, size bound, CRC checked
+// container (io/checkpoint_file.hpp: atomic write, size bound, CRC checked
 // before parsing, whole-file checks)
 // with, per parameter in the model's order,
 //
@@ -18,7 +18,7 @@
 // comes back keeping two, the extra ones with value zero.
 #pragma once
 
-#include "../train/checkpoint_file.hpp"
+#include "../io/checkpoint_file.hpp"
 #include "compressed_24.hpp"
 #include "csr.hpp"
 #include "masks.hpp"
@@ -65,11 +65,11 @@ std::uint64_t sparse_size_bound(Model& model, const std::string& signature)
         payload += (decltype(value)::shape::numel + 1) * (sizeof(typename Model::storage_type) + 8);
         sections += 3;
     });
-    return train::checkpoint_size_bound(signature, sections, payload);
+    return io::checkpoint_size_bound(signature, sections, payload);
 }
 
 template <class T>
-train::checkpoint_section section_of(std::string name, const std::vector<T>& values)
+io::checkpoint_section section_of(std::string name, const std::vector<T>& values)
 {
     std::vector<std::byte> bytes(values.size() * sizeof(T));
     if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
@@ -78,9 +78,9 @@ train::checkpoint_section section_of(std::string name, const std::vector<T>& val
 
 // The section called name, of count T's, as a vector.
 template <class T>
-std::vector<T> read_section(const train::checkpoint_contents& contents, const std::string& name, std::size_t count)
+std::vector<T> read_section(const io::checkpoint_contents& contents, const std::string& name, std::size_t count)
 {
-    const train::checkpoint_section& s = train::find_section(contents, name, count * sizeof(T));
+    const io::checkpoint_section& s = io::find_section(contents, name, count * sizeof(T));
     std::vector<T> out(count);
     if (count != 0) std::memcpy(out.data(), s.bytes.data(), s.bytes.size());
     return out;
@@ -98,7 +98,7 @@ template <class Model>
 void save_sparse(const std::string& path, masks<Model>& m, sparse_format f)
 {
     Model& model = m.model();
-    train::checkpoint_contents contents{detail::sparse_signature(model, f), 0, {}};
+    io::checkpoint_contents contents{detail::sparse_signature(model, f), 0, {}};
     model.for_each_parameter([&](const std::string& name, auto value, auto) {
         using shape = typename decltype(value)::shape;
         if constexpr (is_prunable_shape<shape>) {
@@ -124,7 +124,7 @@ void save_sparse(const std::string& path, masks<Model>& m, sparse_format f)
                 detail::section_of(name, std::vector(host.data(), host.data() + shape::numel)));
         }
     });
-    train::write_checkpoint_file(path, contents);
+    io::write_checkpoint_file(path, contents);
 }
 
 // Restores what save_sparse wrote for this model: its parameters (dense,
@@ -141,11 +141,11 @@ void load_sparse(const std::string& path, masks<Model>& m)
     Model& model = m.model();
     // Checked (size, checksum, layout) before its signature says the format.
     const std::uint64_t bound = detail::sparse_size_bound(model, detail::sparse_signature(model, sparse_format::csr));
-    const train::checkpoint_contents contents = train::detail::read_checkpoint_contents(path, bound);
+    const io::checkpoint_contents contents = io::read_checkpoint_contents(path, bound);
     const sparse_format f = contents.signature.starts_with(detail::sparse_signature_prefix(sparse_format::two_four))
                                 ? sparse_format::two_four
                                 : sparse_format::csr;
-    train::detail::check_signature(path, contents.signature, detail::sparse_signature(model, f));
+    io::check_checkpoint_signature(path, contents.signature, detail::sparse_signature(model, f));
 
     std::vector<storage> values(numel, convert<storage>(0.0f));  // the padding stays 0
     std::vector<char> keep(numel, 1);

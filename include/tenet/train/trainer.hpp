@@ -43,11 +43,11 @@
 //   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
 #pragma once
 
+#include "../io/checkpoint_file.hpp"
 #include "../nn/row_ops.hpp"
 #include "../profile/nvtx.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
-#include "checkpoint_file.hpp"
 #include "graph.hpp"
 #include "optimizer.hpp"
 
@@ -174,7 +174,7 @@ public:
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        checkpoint_contents contents{signature(), model_.step(), {}};
+        io::checkpoint_contents contents{signature(), model_.step(), {}};
         contents.sections.push_back(section("parameters", model_.parameters(), Model::flat_numel));
         if constexpr (optimizer_type::separate_master)
             contents.sections.push_back(section("master", optimizer_.master(), Model::flat_numel));
@@ -183,7 +183,7 @@ public:
         if (optimizer_.masked()) contents.sections.push_back(section("masks", optimizer_.masks().data(), Model::flat_numel));
         const step_state s = optimizer_.state();
         contents.sections.push_back({"step_state", bytes_of(&s, sizeof s)});
-        write_checkpoint_file(path, contents);
+        io::write_checkpoint_file(path, contents);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
@@ -202,25 +202,25 @@ public:
                                           std::uint64_t{n} * sizeof(master_type) * (optimizer_type::separate_master + Rule::slots) +
                                           sizeof(step_state);
         const std::string expected = signature();
-        const checkpoint_contents contents =
-            read_checkpoint_file(path, expected, checkpoint_size_bound(expected, sections, payload));
-        const auto& parameters = find_section(contents, "parameters", n * sizeof(storage_type));
-        const checkpoint_section* master = nullptr;
-        if constexpr (optimizer_type::separate_master) master = &find_section(contents, "master", n * sizeof(master_type));
-        std::array<const checkpoint_section*, Rule::slots> slots{};
+        const io::checkpoint_contents contents =
+            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, sections, payload));
+        const auto& parameters = io::find_section(contents, "parameters", n * sizeof(storage_type));
+        const io::checkpoint_section* master = nullptr;
+        if constexpr (optimizer_type::separate_master) master = &io::find_section(contents, "master", n * sizeof(master_type));
+        std::array<const io::checkpoint_section*, Rule::slots> slots{};
         for (std::size_t j = 0; j < Rule::slots; ++j)
-            slots[j] = &find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
-        const auto& state = find_section(contents, "step_state", sizeof(step_state));
+            slots[j] = &io::find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
+        const auto& state = io::find_section(contents, "step_state", sizeof(step_state));
         step_state s;
         std::memcpy(&s, state.bytes.data(), sizeof s);
         if (const char* why = implausible(s, policy::dynamic_loss_scaling, optimizer_.options().scaler); *why)
             throw format_error(path, std::string("step_state: ") + why);
         check_finite<storage_type>(path, parameters);
         if (master) check_finite<master_type>(path, *master);
-        for (const checkpoint_section* slot : slots) check_finite<master_type>(path, *slot);
+        for (const io::checkpoint_section* slot : slots) check_finite<master_type>(path, *slot);
         std::vector<char> keep;
         if (optimizer_.masked()) {
-            const auto& masks = find_section(contents, "masks", n * sizeof(bool));
+            const auto& masks = io::find_section(contents, "masks", n * sizeof(bool));
             keep.resize(n);
             std::memcpy(keep.data(), masks.bytes.data(), n);
             optimizer_.masks().check_bytes(keep, path);
@@ -379,7 +379,7 @@ private:
     }
 
     template <class T>
-    static void check_finite(const std::string& path, const checkpoint_section& section)
+    static void check_finite(const std::string& path, const io::checkpoint_section& section)
     {
         for (std::size_t i = 0; i < section.bytes.size() / sizeof(T); ++i) {
             T v;
@@ -412,7 +412,7 @@ private:
     }
 
     template <class T>
-    checkpoint_section section(std::string name, const T* data, std::size_t count) const
+    io::checkpoint_section section(std::string name, const T* data, std::size_t count) const
     {
         std::vector<std::byte> out(count * sizeof(T));
         tenet::detail::copy_bytes<Host, place>(out.data(), data, out.size(), stream_);
@@ -421,7 +421,7 @@ private:
     }
 
     template <class T>
-    void upload(T* to, const checkpoint_section& from) const
+    void upload(T* to, const io::checkpoint_section& from) const
     {
         tenet::detail::copy_bytes<place, Host>(to, from.bytes.data(), from.bytes.size(), stream_);
         stream_.synchronize();  // from is the caller's

@@ -16,10 +16,10 @@
 //   u32 CRC-32 (zlib's) of every byte before it
 #pragma once
 
-#include "../io/atomic_file.hpp"
-#include "../io/byte_reader.hpp"
-#include "../io/read_file.hpp"
 #include "../memory/error.hpp"
+#include "atomic_file.hpp"
+#include "byte_reader.hpp"
+#include "read_file.hpp"
 
 #include <zlib.h>
 
@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-namespace tenet::train {
+namespace tenet::io {
 
 struct checkpoint_section {
     std::string name;
@@ -194,16 +194,6 @@ inline checkpoint_contents parse_checkpoint(const std::string& path, std::span<c
     return out;
 }
 
-// Reads a file of at most max_bytes (checked before reading) and checks its
-// prefix, then its checksum, then its layout.
-inline checkpoint_contents read_checkpoint_contents(const std::string& path, std::uint64_t max_bytes)
-{
-    const std::vector<std::byte> file = io::read_file(path, max_bytes, "a checkpoint of this kind");
-    check_checkpoint_prefix(path, file);
-    check_checkpoint_crc(path, file);
-    return parse_checkpoint(path, file);
-}
-
 // A long signature shown around the character where it differs from the other.
 inline std::string shorten(const std::string& text, std::size_t differs_at)
 {
@@ -212,17 +202,6 @@ inline std::string shorten(const std::string& text, std::size_t differs_at)
     const std::size_t to = std::min(text.size(), differs_at + after);
     return std::string(from > 0 ? "..." : "") + "\"" + text.substr(from, to - from) + "\"" +
            (to < text.size() ? "..." : "");
-}
-
-inline void check_signature(const std::string& path, const std::string& found, const std::string& expected)
-{
-    if (found == expected) return;
-    const std::size_t at =
-        static_cast<std::size_t>(std::mismatch(found.begin(), found.end(), expected.begin(), expected.end()).first -
-                                 found.begin());
-    throw format_error(path, "signature mismatch: the file was written for " + shorten(found, at) + " but " +
-                                 shorten(expected, at) + " was expected (they differ from character " +
-                                 std::to_string(at) + ")");
 }
 
 }  // namespace detail
@@ -236,13 +215,37 @@ inline std::uint64_t checkpoint_size_bound(std::string_view signature, std::size
            sections * (4 + detail::checkpoint_max_name_bytes + 8) + payload_bytes;
 }
 
+// Reads a file of at most max_bytes (checked before reading) and checks its
+// prefix, then its checksum, then its layout -- not its signature: for
+// readers whose signature says which of several formats the file holds
+// (check it with check_checkpoint_signature).
+inline checkpoint_contents read_checkpoint_contents(const std::string& path, std::uint64_t max_bytes)
+{
+    const std::vector<std::byte> file = read_file(path, max_bytes, "a checkpoint of this kind");
+    detail::check_checkpoint_prefix(path, file);
+    detail::check_checkpoint_crc(path, file);
+    return detail::parse_checkpoint(path, file);
+}
+
+// A format_error naming where the signatures differ, unless they agree.
+inline void check_checkpoint_signature(const std::string& path, const std::string& found, const std::string& expected)
+{
+    if (found == expected) return;
+    const std::size_t at =
+        static_cast<std::size_t>(std::mismatch(found.begin(), found.end(), expected.begin(), expected.end()).first -
+                                 found.begin());
+    throw format_error(path, "signature mismatch: the file was written for " + detail::shorten(found, at) + " but " +
+                                 detail::shorten(expected, at) + " was expected (they differ from character " +
+                                 std::to_string(at) + ")");
+}
+
 // Writes the file atomically (io/atomic_file.hpp): a reader sees the old file
 // or the new one, never a mixture. On failure the temporary file is removed,
 // an existing file at path is untouched, and io_error is thrown.
 inline void write_checkpoint_file(const std::string& path, const checkpoint_contents& contents)
 {
     const std::vector<std::byte> header = detail::encode_checkpoint_header(contents);
-    io::atomic_file file(path);
+    atomic_file file(path);
     std::uint32_t crc = 0;
     const auto write = [&](const std::byte* data, std::size_t bytes) {
         file.write(data, bytes);
@@ -263,8 +266,8 @@ inline void write_checkpoint_file(const std::string& path, const checkpoint_cont
 inline checkpoint_contents read_checkpoint_file(const std::string& path, const std::string& expected_signature,
                                                 std::uint64_t max_bytes = detail::checkpoint_default_max_bytes)
 {
-    checkpoint_contents contents = detail::read_checkpoint_contents(path, max_bytes);
-    detail::check_signature(path, contents.signature, expected_signature);
+    checkpoint_contents contents = read_checkpoint_contents(path, max_bytes);
+    check_checkpoint_signature(path, contents.signature, expected_signature);
     return contents;
 }
 
@@ -287,4 +290,4 @@ inline const checkpoint_section& find_section(const checkpoint_contents& content
     return *found;
 }
 
-}  // namespace tenet::train
+}  // namespace tenet::io

@@ -1,6 +1,9 @@
 # Checks that every folder of include/tenet includes only folders above it in
 # docs/ARCHITECTURE.md's layer table (the table is the order; a cycle or a
-# folder the table misses fails). Run: cmake -DROOT=<source dir> -P check_layers.cmake
+# folder the table misses fails). The one exception is marked: an include
+# commented "// completion:" that ends a header with the definitions its types
+# need from a layer built on them (tensor/tensor.hpp: exec/assign.hpp).
+# Run: cmake -DROOT=<source dir> -P check_layers.cmake
 file(STRINGS ${ROOT}/docs/ARCHITECTURE.md rows REGEX "^\\| `[a-z_]+/` \\|")
 set(order)
 foreach(row IN LISTS rows)
@@ -22,6 +25,9 @@ foreach(folder IN LISTS folders)
     foreach(header IN LISTS headers)
         file(STRINGS ${header} includes REGEX "^#include \"\\.\\./[a-z_]+/")
         foreach(line IN LISTS includes)
+            if(line MATCHES "// completion: ")
+                continue()
+            endif()
             string(REGEX MATCH "\\.\\./([a-z_]+)/" _ "${line}")
             list(FIND order ${CMAKE_MATCH_1} used)
             if(used EQUAL -1 OR NOT used LESS rank)

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "../memory/stream.hpp"
-#include "../tensor/tensor.hpp"
+#include "../tensor/owning_tensor.hpp"
 
 #include <memory>
 #include <vector>

@@ -4,7 +4,7 @@
 // owned, so `auto e = x + make_tensor();` does not dangle.
 #pragma once
 
-#include "../tensor/tensor.hpp"
+#include "../tensor/owning_tensor.hpp"
 
 #include <cstddef>
 #include <type_traits>

@@ -527,10 +527,11 @@ TEST_CASE_TEMPLATE("epilogue patterns equal their unfused evaluation and float64
 
 TEST_CASE("activation derivatives against central differences in float64")
 {
-    const linalg::detail::gelu_derivative dg;
-    const linalg::detail::gelu_tanh_derivative dgt;
+    // The functors' own derivatives (what the Linear backward and gradients(...) use).
     const ops::gelu g;
     const ops::gelu_tanh gt;
+    const auto dg = [&](double x) { return g.derivative<0>(x); };
+    const auto dgt = [&](double x) { return gt.derivative<0>(x); };
     for (double x = -6; x <= 6; x += 0.01) {
         const double h = 1e-5;
         CHECK(std::fabs(dg(x) - (g(x + h) - g(x - h)) / (2 * h)) <= 1e-8);

@@ -320,31 +320,7 @@ struct rule<ops::silu> : every_operand {
     }
 };
 
-// y = x Phi(x): dy/dx = Phi(x) + x phi(x)
-template <>
-struct rule<ops::gelu> : every_operand {
-    template <std::size_t, class G, class Y, class X>
-    TENET_HD static G adjoint(const ops::gelu&, G g, Y, X x)
-    {
-        const G v = as<G>(x);
-        const G cdf = G(0.5) * (G(1) + math::erf(v * G(0.70710678118654752440)));
-        const G pdf = math::exp(G(-0.5) * v * v) * G(0.39894228040143267794);  // 1 / sqrt(2 pi)
-        return g * (cdf + v * pdf);
-    }
-};
-
-// y = x (1 + t) / 2, t = tanh(k (x + c x^3)):
-// dy/dx = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2
-template <>
-struct rule<ops::gelu_tanh> : every_operand {
-    template <std::size_t, class G, class Y, class X>
-    TENET_HD static G adjoint(const ops::gelu_tanh&, G g, Y, X x)
-    {
-        const G v = as<G>(x), k = G(0.79788456080286535588), c = G(0.044715);
-        const G t = math::tanh(k * (v + c * v * v * v));
-        return g * G(0.5) * ((G(1) + t) + v * (G(1) - t * t) * k * (G(1) + G(3) * c * v * v));
-    }
-};
+// gelu and gelu_tanh carry their derivative<J> (expr/functors.hpp): self_rule.
 
 // dy/dx = sigmoid(x) = 1 - e^-y, from the forward value y = log(1 + e^x)
 template <>

@@ -11,6 +11,7 @@
 #include "../numeric/convert.hpp"
 #include "math.hpp"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace tenet::ops {
@@ -456,6 +457,17 @@ struct gelu {
             return static_cast<T>(T(0.5) * x * (T(1) + math::erf(x * T(0.70710678118654752440))));
         });
     }
+    // d/dx = Phi(x) + x phi(x) (gradients(...) and the Linear backward use it)
+    template <std::size_t J, class A>
+    TENET_HD auto derivative(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            const T cdf = T(0.5) * (T(1) + math::erf(x * T(0.70710678118654752440)));
+            const T pdf = T(0.39894228040143267794) * math::exp(T(-0.5) * x * x);  // 1 / sqrt(2 pi)
+            return static_cast<T>(cdf + x * pdf);
+        });
+    }
 };
 
 // gelu, tanh approximation (PyTorch's approximate="tanh")
@@ -467,6 +479,18 @@ struct gelu_tanh {
         return detail::floating(a, [](auto x) {
             using T = decltype(x);
             return static_cast<T>(T(0.5) * x * (T(1) + math::tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))));
+        });
+    }
+    // d/dx = (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2, t = tanh(k (x + c x^3)),
+    // k = sqrt(2 / pi), c = 0.044715
+    template <std::size_t J, class A>
+    TENET_HD auto derivative(A a) const
+    {
+        return detail::floating(a, [](auto x) {
+            using T = decltype(x);
+            const T k = T(0.79788456080286535588), c = T(0.044715);
+            const T t = math::tanh(k * (x + c * x * x * x));
+            return static_cast<T>(T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x));
         });
     }
 };

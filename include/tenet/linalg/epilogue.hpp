@@ -60,12 +60,7 @@ struct epilogue_pattern<map_expr<ops::plus, E, matmul_expr<P, A, B>>> {
     static const E& bias(const src& e) { return std::get<0>(e.operands); }
 };
 
-template <class Op>
-inline constexpr linalg::activation activation_of =
-    std::is_same_v<Op, ops::relu>      ? linalg::activation::relu
-    : std::is_same_v<Op, ops::gelu>    ? linalg::activation::gelu
-    : std::is_same_v<Op, ops::gelu_tanh> ? linalg::activation::gelu_tanh
-                                       : linalg::activation::none;
+using linalg::activation_of;
 
 // act(inner) where inner is a product with or without a bias.
 template <class Op, class Inner>

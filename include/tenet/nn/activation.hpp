@@ -67,23 +67,6 @@ struct activation_spec {
     using layer = activation_layer<P, S, Place, Op>;
 };
 
-// The elementwise functor of a fusable activation (for layers that apply it
-// themselves rather than in a cuBLASLt epilogue).
-template <linalg::activation Act>
-struct activation_functor;
-template <>
-struct activation_functor<linalg::activation::relu> {
-    using type = ops::relu;
-};
-template <>
-struct activation_functor<linalg::activation::gelu> {
-    using type = ops::gelu;
-};
-template <>
-struct activation_functor<linalg::activation::gelu_tanh> {
-    using type = ops::gelu_tanh;
-};
-
 }  // namespace detail
 
 struct ReLU : detail::activation_spec<ops::relu, linalg::activation::relu> {};

@@ -120,6 +120,51 @@ struct no_previous_layer {
 template <class T>
 inline constexpr bool is_no_input_gradient = std::is_same_v<std::remove_cvref_t<T>, no_input_gradient>;
 
+// Helpers for writing layers (the library's and users' own).
+
+// S with its last extent replaced by N; S without its last extent.
+template <class S, std::size_t N>
+struct with_last_extent;
+template <std::size_t... E, std::size_t N>
+struct with_last_extent<Shape<E...>, N> {
+    static constexpr std::array<std::size_t, sizeof...(E)> extents{E...};
+    template <std::size_t... I>
+    static auto make(std::index_sequence<I...>) -> Shape<(I + 1 == sizeof...(E) ? N : extents[I])...>;
+    using type = decltype(make(std::make_index_sequence<sizeof...(E)>{}));
+};
+template <class S, std::size_t N>
+using with_last_extent_t = typename with_last_extent<S, N>::type;
+
+template <class S>
+inline constexpr std::size_t last_extent = S::rank == 0 ? 1 : S::extents[S::rank == 0 ? 0 : S::rank - 1];
+
+// The input as a rows x features matrix (every layer here works on the last axis).
+template <class S>
+using matrix_shape_t = Shape<S::numel / last_extent<S>, last_extent<S>>;
+
+// A layer input or output as a contiguous view of another shape: layers are
+// fed tensors and the model's own buffers, both contiguous.
+template <class S, class X>
+auto contiguous_as(const X& x)
+{
+    auto view = tenet::detail::destination_view(x);
+    using V = decltype(view);
+    static_assert(std::is_same_v<typename V::layout, contiguous_layout<typename V::shape>>,
+                  "tenet: layers take contiguous tensors (or their plain views)");
+    static_assert(V::shape::numel == S::numel, "tenet: internal: layer view of a different size");
+    using element = std::remove_pointer_t<decltype(view.data())>;
+    return make_view<S, typename V::place>(static_cast<element*>(view.data()));
+}
+
+template <class Storage, class X>
+constexpr void check_input_element()
+{
+    using V = decltype(tenet::detail::destination_view(std::declval<const X&>()));
+    using element = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<V>().data())>>;
+    static_assert(std::is_same_v<element, Storage>,
+                  "tenet: a layer's input must hold the precision policy's storage type (cast it first)");
+}
+
 // What for_each_parameter is called with in the checks below.
 struct parameter_probe {
     template <class Value, class Gradient>
@@ -217,48 +262,5 @@ using tenet::detail::decimal;
 using tenet::detail::diagnose;
 using tenet::detail::fixed_string;
 using tenet::detail::shape_name;
-
-// S with its last extent replaced by N; S without its last extent.
-template <class S, std::size_t N>
-struct with_last_extent;
-template <std::size_t... E, std::size_t N>
-struct with_last_extent<Shape<E...>, N> {
-    static constexpr std::array<std::size_t, sizeof...(E)> extents{E...};
-    template <std::size_t... I>
-    static auto make(std::index_sequence<I...>) -> Shape<(I + 1 == sizeof...(E) ? N : extents[I])...>;
-    using type = decltype(make(std::make_index_sequence<sizeof...(E)>{}));
-};
-template <class S, std::size_t N>
-using with_last_extent_t = typename with_last_extent<S, N>::type;
-
-template <class S>
-inline constexpr std::size_t last_extent = S::rank == 0 ? 1 : S::extents[S::rank == 0 ? 0 : S::rank - 1];
-
-// The input as a rows x features matrix (every layer here works on the last axis).
-template <class S>
-using matrix_shape_t = Shape<S::numel / last_extent<S>, last_extent<S>>;
-
-// A layer input or output as a contiguous view of another shape: layers are
-// fed tensors and the model's own buffers, both contiguous.
-template <class S, class X>
-auto contiguous_as(const X& x)
-{
-    auto view = tenet::detail::destination_view(x);
-    using V = decltype(view);
-    static_assert(std::is_same_v<typename V::layout, contiguous_layout<typename V::shape>>,
-                  "tenet: layers take contiguous tensors (or their plain views)");
-    static_assert(V::shape::numel == S::numel, "tenet: internal: layer view of a different size");
-    using element = std::remove_pointer_t<decltype(view.data())>;
-    return make_view<S, typename V::place>(static_cast<element*>(view.data()));
-}
-
-template <class Storage, class X>
-constexpr void check_input_element()
-{
-    using V = decltype(tenet::detail::destination_view(std::declval<const X&>()));
-    using element = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<V>().data())>>;
-    static_assert(std::is_same_v<element, Storage>,
-                  "tenet: a layer's input must hold the precision policy's storage type (cast it first)");
-}
 
 }  // namespace tenet::nn::detail

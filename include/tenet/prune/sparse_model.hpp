@@ -73,7 +73,7 @@ template <linalg::activation Act>
 f32 activate(f32 v)
 {
     if constexpr (Act == linalg::activation::none) return v;
-    else return typename nn::detail::activation_functor<Act>::type{}(v);
+    else return linalg::activation_op<Act>{}(v);
 }
 
 }  // namespace detail
@@ -82,7 +82,7 @@ template <class Spec, shape_type In>
 class sparse_model {
     using units = nn::detail::units_of<Spec, detail::no_sparse_form>;
     static constexpr std::size_t count = nn::detail::list_size<units>;
-    static constexpr std::size_t features = nn::detail::last_extent<In>;
+    static constexpr std::size_t features = nn::last_extent<In>;
     static constexpr std::size_t rows = In::numel / features;
     template <std::size_t I>
     using unit_t = nn::detail::at_t<I, units>;
@@ -142,7 +142,7 @@ public:
     {
         static_assert(host_accessible_v<typename detail::view_of<X>::place>,
                       "tenet: sparse_model::forward takes a host tensor");
-        const auto xm = nn::detail::contiguous_as<Shape<rows, features>>(x);
+        const auto xm = nn::contiguous_as<Shape<rows, features>>(x);
         f32* to = ping_.data();
         TENET_OMP_PARALLEL_FOR_IF(blocks > 1 && rows * features >= 32768)
         for (std::size_t b = 0; b < blocks; ++b)

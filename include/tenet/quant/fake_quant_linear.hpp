@@ -50,7 +50,7 @@ class fake_quant_linear_layer {
 
 public:
     using input_shape = InShape;
-    using output_shape = nn::detail::with_last_extent_t<InShape, Out>;
+    using output_shape = nn::with_last_extent_t<InShape, Out>;
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr linalg::activation activation = Act;
     static constexpr std::size_t in_features = In, out_features = Out;
@@ -76,9 +76,9 @@ public:
     template <class X, class Y>
     void forward(const X& x_in, const Y& y_in, const nn::step_info&)
     {
-        nn::detail::check_input_element<storage, X>();
-        const auto x = nn::detail::contiguous_as<x_matrix>(x_in);
-        const auto y = nn::detail::contiguous_as<y_matrix>(y_in);
+        nn::check_input_element<storage, X>();
+        const auto x = nn::contiguous_as<x_matrix>(x_in);
+        const auto y = nn::contiguous_as<y_matrix>(y_in);
         input_ = x.data();
         if (observing_) observe(x);
         if (!input_params_)
@@ -96,7 +96,7 @@ public:
     template <class DY, class DX, class Prev>
     void backward(const DY& dy_in, const DX& dx_in, const nn::step_info&, Prev&)
     {
-        const auto dy = nn::detail::contiguous_as<y_matrix>(dy_in);
+        const auto dy = nn::contiguous_as<y_matrix>(dy_in);
         const auto x = make_view<x_matrix, Place>(input_);
         const auto [xo, wo] = operands_saved(x);
         const auto dz = [&] {
@@ -110,7 +110,7 @@ public:
         linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, xo);
         if (fake_quant_) assign(params_.weight.second, where(weight_mask(), params_.weight.second, 0));
         if constexpr (!nn::is_no_input_gradient<DX>) {
-            const auto dx = nn::detail::contiguous_as<x_matrix>(dx_in);
+            const auto dx = nn::contiguous_as<x_matrix>(dx_in);
             linalg::linear_backward_input(dx, dz, wo);
             if (fake_quant_) assign(dx, where(input_mask(x), dx, 0));
         }
@@ -142,7 +142,7 @@ public:
     auto weight_scale() const { return weight_scale_.view(); }
 
 private:
-    using op = typename nn::detail::activation_functor<has_act ? Act : linalg::activation::relu>::type;
+    using op = linalg::activation_op<has_act ? Act : linalg::activation::relu>;
 
     template <class XV>
     void observe(const XV& x)

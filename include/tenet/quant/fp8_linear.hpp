@@ -43,7 +43,7 @@ class fp8_linear_layer {
 
 public:
     using input_shape = InShape;
-    using output_shape = nn::detail::with_last_extent_t<InShape, Out>;
+    using output_shape = nn::with_last_extent_t<InShape, Out>;
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr linalg::activation activation = Act;
     static constexpr std::size_t parameter_count = parameters_type::count;
@@ -73,10 +73,10 @@ public:
     template <class X, class Y>
     void forward(const X& x, const Y& y, const nn::step_info& step)
     {
-        nn::detail::check_input_element<storage, X>();
-        quantize_dequantize(x_, nn::detail::contiguous_as<x_matrix>(x), x_scaling_, step.training);
+        nn::check_input_element<storage, X>();
+        quantize_dequantize(x_, nn::contiguous_as<x_matrix>(x), x_scaling_, step.training);
         quantize_dequantize(w_, params_.weight.first, weight_scaling_, step.training);
-        const auto ym = nn::detail::contiguous_as<y_matrix>(y);
+        const auto ym = nn::contiguous_as<y_matrix>(y);
         if constexpr (has_activation) {
             linalg::linear_forward(z_, x_, w_, params_.bias.first);
             assign(ym, tenet::detail::make_map(op<Act>{}, z_.view()));
@@ -91,11 +91,11 @@ public:
         static_assert(!Prev::wants_preactivation_gradient,
                       "tenet: fp8_linear_layer: the layer before wants its pre-activation gradient from this one "
                       "(a plain Linear unit mixed into an fp8 model)");
-        const auto dz = preactivation_gradient(nn::detail::contiguous_as<y_matrix>(dy));
+        const auto dz = preactivation_gradient(nn::contiguous_as<y_matrix>(dy));
         quantize_dequantize(g_, dz, gradient_scaling_, true);
         assign(params_.bias.second, sum<0>(dz));
         linalg::linear_backward_weights(params_.weight.second, g_, x_);
-        if constexpr (!nn::is_no_input_gradient<DX>) linalg::linear_backward_input(nn::detail::contiguous_as<x_matrix>(dx), g_, w_);
+        if constexpr (!nn::is_no_input_gradient<DX>) linalg::linear_backward_input(nn::contiguous_as<x_matrix>(dx), g_, w_);
     }
 
     template <class F>
@@ -110,7 +110,7 @@ public:
 
 private:
     template <linalg::activation A>
-    using op = typename nn::detail::activation_functor<A>::type;
+    using op = linalg::activation_op<A>;
 
     // dst = dq(fp8(src * scale)); a training step records src's amax and
     // moves the scale on for the next step.

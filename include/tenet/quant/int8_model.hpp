@@ -132,7 +132,7 @@ private:
     {
         auto z = cast<f32>(slice<1, 0, n>(acc_.view()) - offset_.view()) * multiplier_.view() + bias_.view();
         if constexpr (activation == linalg::activation::none) return z;
-        else return tenet::detail::make_map(typename nn::detail::activation_functor<activation>::type{}, z);
+        else return tenet::detail::make_map(linalg::activation_op<activation>{}, z);
     }
 
     Tensor<i8, Shape<np, kp>, Place> weight_;
@@ -155,7 +155,7 @@ struct unit_tuple<Rows, type_list<U...>, Place> {
 template <class Spec, shape_type In, memory_place Place = Device>
 class int8_model {
     using units = detail::units_of<Spec>;
-    static constexpr std::size_t features = nn::detail::last_extent<In>;
+    static constexpr std::size_t features = nn::last_extent<In>;
     static constexpr std::size_t rows = In::numel / features;
     using unit_tuple = typename detail::unit_tuple<rows, units, Place>::type;
     static constexpr std::size_t count = std::tuple_size_v<unit_tuple>;
@@ -201,7 +201,7 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
-        const auto xm = nn::detail::contiguous_as<Shape<rows, features>>(x);
+        const auto xm = nn::contiguous_as<Shape<rows, features>>(x);
         const affine p = std::get<0>(units_).input_params();
         assign(std::get<0>(units_).input(), quantize(xm, p.scale, p.zero_point, activation_scheme));
         run_from<0>();

@@ -85,6 +85,10 @@ public:
     using output_shape = typename Model::output_shape;
     using input_shape = typename Model::input_shape;
     static constexpr bool on_host = host_accessible_v<place>;
+    // Softmax cross-entropy over one class is 0 whatever the model does.
+    static_assert(output_shape::rank >= 1 && output_shape::extents[output_shape::rank - 1] >= 2,
+                  "tenet: trainer: softmax cross-entropy needs a model with at least 2 outputs (classes) per row; "
+                  "train a one-output model with nn::model forward/backward and train::optimizer");
 
     trainer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
             trainer_options options = {})

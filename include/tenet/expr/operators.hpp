@@ -292,13 +292,8 @@ auto map(F f, E&&... operands)
     static_assert(callable,
                   "tenet: map(f, xs...): f must be trivially copyable and callable with the operands' compute values "
                   "(f32 for f16/bf16/fp8 storage), returning a tenet element type (f32, f64, i32, bool, ...)");
-    if constexpr (callable) {
-        return detail::make_map(f, as_operand(std::forward<E>(operands))...);
-    } else {
-        // a well-formed stand-in of the operands' shape: the error above stays the only one
-        using S = typename detail::broadcast_all<detail::node_t<decltype(as_operand(std::declval<E>()))>...>::shape;
-        return detail::scalar_expr<V, S>{};
-    }
+    if constexpr (callable) return detail::make_map(f, as_operand(std::forward<E>(operands))...);
+    else return detail::failed_expression{};
 }
 
 // cast<T>(e): round each element to T (tenet::convert), continue in T's compute type.

@@ -173,28 +173,46 @@ struct parameter_probe {
     }
 };
 
-// The protocol as concepts. Layer L, instantiated for policy P, input shape
-// In, output shape Out and place Place, fed contiguous views of the storage type:
+// The protocol as concepts, one per member, so that a check can name the
+// member a type misses. Layers are fed contiguous views of the storage type.
+namespace detail {
+
+template <class P, class S, class Place>
+using input_view = TensorView<const typename P::storage, contiguous_layout<S>, Place>;
+template <class P, class S, class Place>
+using output_view = TensorView<typename P::storage, contiguous_layout<S>, Place>;
+
+template <class L>
+concept counts_its_memory = requires {
+    { L::parameter_count } -> std::convertible_to<std::size_t>;
+    { L::parameter_numel } -> std::convertible_to<std::size_t>;
+    { L::activation_bytes } -> std::convertible_to<std::size_t>;
+    { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>;
+    { L::wants_preactivation_gradient } -> std::convertible_to<bool>;
+};
+template <class L, class P>
+concept binds_parameters = std::is_constructible_v<L, parameter_slice<typename P::storage, gradient_t<P>>&>;
+template <class L>
+concept initializes = requires(L& l) { l.initialize(std::uint64_t{}); };
 template <class L, class P, class In, class Out, class Place>
-concept layer =
-    requires(L& l, const TensorView<const typename P::storage, contiguous_layout<In>, Place>& x,
-             const TensorView<typename P::storage, contiguous_layout<Out>, Place>& y,
-             const TensorView<typename P::storage, contiguous_layout<Out>, Place>& dy,
-             const TensorView<typename P::storage, contiguous_layout<In>, Place>& dx, const step_info& step,
-             no_previous_layer& prev, parameter_slice<typename P::storage, gradient_t<P>>& slice,
-             parameter_probe& f) {
-        { L::parameter_count } -> std::convertible_to<std::size_t>;
-        { L::parameter_numel } -> std::convertible_to<std::size_t>;
-        { L::activation_bytes } -> std::convertible_to<std::size_t>;
-        { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>;
-        { L::wants_preactivation_gradient } -> std::convertible_to<bool>;
-        L(slice);
-        l.initialize(std::uint64_t{});
-        l.forward(x, y, step);
-        l.backward(dy, dx, step, prev);
-        l.backward(dy, no_input_gradient{}, step, prev);
-        l.for_each_parameter(f, std::string{});
-    };
+concept runs_forward = requires(L& l, const input_view<P, In, Place>& x, const output_view<P, Out, Place>& y) {
+    l.forward(x, y, step_info{});
+};
+template <class L, class P, class In, class Out, class Place>
+concept runs_backward = requires(L& l, const output_view<P, Out, Place>& dy, const output_view<P, In, Place>& dx,
+                                 no_previous_layer& prev) {
+    l.backward(dy, dx, step_info{}, prev);
+    l.backward(dy, no_input_gradient{}, step_info{}, prev);
+};
+template <class L>
+concept lists_parameters = requires(L& l, parameter_probe& f) { l.for_each_parameter(f, std::string{}); };
+
+}  // namespace detail
+
+template <class L, class P, class In, class Out, class Place>
+concept layer = detail::counts_its_memory<L> && detail::binds_parameters<L, P> && detail::initializes<L> &&
+                detail::runs_forward<L, P, In, Out, Place> && detail::runs_backward<L, P, In, Out, Place> &&
+                detail::lists_parameters<L>;
 
 // A spec (what users write in a model) whose layer for input shape In is one.
 template <class Spec, class P, class In, class Place>
@@ -210,29 +228,16 @@ namespace detail {
 template <class L, class P, class In, class Out, class Place>
 constexpr bool check_layer()
 {
-    using x_view = TensorView<const typename P::storage, contiguous_layout<In>, Place>;
-    using y_view = TensorView<typename P::storage, contiguous_layout<Out>, Place>;
-    using dx_view = TensorView<typename P::storage, contiguous_layout<In>, Place>;
-    using slice = parameter_slice<typename P::storage, gradient_t<P>>;
-    static_assert(requires { { L::parameter_count } -> std::convertible_to<std::size_t>; },
-                  "tenet: layer: needs static constexpr std::size_t parameter_count");
-    static_assert(requires { { L::parameter_numel } -> std::convertible_to<std::size_t>; },
-                  "tenet: layer: needs static constexpr std::size_t parameter_numel (padded_numel of each parameter)");
-    static_assert(requires { { L::activation_bytes } -> std::convertible_to<std::size_t>; },
-                  "tenet: layer: needs static constexpr std::size_t activation_bytes");
-    static_assert(requires { { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>; },
-                  "tenet: layer: needs static constexpr std::size_t activation_gradient_bytes");
-    static_assert(requires { { L::wants_preactivation_gradient } -> std::convertible_to<bool>; },
-                  "tenet: layer: needs static constexpr bool wants_preactivation_gradient");
-    static_assert(std::is_constructible_v<L, slice&>, "tenet: layer: needs a constructor taking parameter_slice<...>&");
-    static_assert(requires(L& l) { l.initialize(std::uint64_t{}); }, "tenet: layer: needs initialize(std::uint64_t seed)");
-    static_assert(requires(L& l, const x_view& x, const y_view& y) { l.forward(x, y, step_info{}); },
-                  "tenet: layer: needs forward(x, y, const step_info&)");
-    static_assert(requires(L& l, const y_view& dy, const dx_view& dx, no_previous_layer& prev) {
-        l.backward(dy, dx, step_info{}, prev);
-        l.backward(dy, no_input_gradient{}, step_info{}, prev);
-    }, "tenet: layer: needs backward(dy, dx, const step_info&, prev), dx a view or no_input_gradient");
-    static_assert(requires(L& l, parameter_probe& f) { l.for_each_parameter(f, std::string{}); },
+    static_assert(counts_its_memory<L>,
+                  "tenet: layer: needs static constexpr parameter_count, parameter_numel (padded_numel of each "
+                  "parameter), activation_bytes, activation_gradient_bytes (std::size_t) and "
+                  "wants_preactivation_gradient (bool)");
+    static_assert(binds_parameters<L, P>, "tenet: layer: needs a constructor taking parameter_slice<...>&");
+    static_assert(initializes<L>, "tenet: layer: needs initialize(std::uint64_t seed)");
+    static_assert(runs_forward<L, P, In, Out, Place>, "tenet: layer: needs forward(x, y, const step_info&)");
+    static_assert(runs_backward<L, P, In, Out, Place>,
+                  "tenet: layer: needs backward(dy, dx, const step_info&, prev), dx a view or no_input_gradient");
+    static_assert(lists_parameters<L>,
                   "tenet: layer: needs for_each_parameter(f, prefix), calling f(name, value view, gradient view)");
     return true;  // reported above: no second error at the caller
 }

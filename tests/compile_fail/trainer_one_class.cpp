@@ -1,7 +1,7 @@
-// A one-output (regression) model under the classification trainer: its
-// softmax cross-entropy would be 0 whatever the model does.
+// A one-output (regression) model under the default loss, softmax
+// cross-entropy, which would be 0 whatever the model does.
 #include <tenet/tenet.hpp>
-// expect: tenet: trainer: softmax cross-entropy needs a model with at least 2 outputs (classes) per row
+// expect: tenet: softmax_cross_entropy needs a model with at least 2 outputs (classes) per row
 using spec = tenet::nn::Sequential<tenet::nn::Linear<8, 16>, tenet::nn::ReLU, tenet::nn::Linear<16, 1>>;
 void f(tenet::nn::model<spec, tenet::fp32, tenet::Shape<4, 8>, tenet::Host>& m)
 {

@@ -51,7 +51,7 @@ struct twins {
             host.parameters()[o + 6] = -std::numeric_limits<float>::infinity();
             host.parameters()[o + 7] = -0.0f;
         }
-        tenet::detail::copy_bytes<Device, Host>(device.parameters(), host.parameters(), flat * sizeof(f32),
+        tenet::copy_bytes<Device, Host>(device.parameters(), host.parameters(), flat * sizeof(f32),
                                                 current_stream());
     }
 

@@ -293,3 +293,65 @@ TEST_CASE("gpu trainer: check_batches rejects a bad batch before anything change
     CHECK(seen.mean_loss() == clean.mean_loss());
     CHECK(seen.nonfinite_steps() == 0);
 }
+
+namespace {
+
+// A user's loss built from tenet's operators (see tests/host/losses.cpp).
+struct huber {
+    float delta = 1.0f;
+    template <class P, class T>
+    auto operator()(const P& p, const T& t) const
+    {
+        const auto d = abs(p - t);
+        return where(d <= delta, 0.5f * d * d, delta * (d - 0.5f * delta));
+    }
+};
+
+template <class Place>
+using regressor_t = nn::model<nn::Sequential<nn::Linear<40, 64>, nn::Tanh, nn::Linear<64, 3>>, fp32, Shape<32, 40>, Place>;
+
+// The same regression steps on a host and a device model (padding rows hold
+// NaN targets): parameters and losses agree after every step.
+template <class Loss>
+void check_regression(Loss loss)
+{
+    regressor_t<Host> host_net(4);
+    regressor_t<Device> device_net(4);
+    train::trainer host(host_net, train::adamw{}, train::constant_lr{1e-2f}, {}, loss);
+    train::trainer device(device_net, train::adamw{}, train::constant_lr{1e-2f}, {}, loss);
+    std::mt19937_64 rng(17);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    constexpr std::size_t n = regressor_t<Host>::flat_numel;
+    for (int step = 0; step < 5; ++step) {
+        Tensor<f32, Shape<32, 40>, Host> x;
+        Tensor<f32, Shape<32, 3>, Host> y;
+        Tensor<i32, Shape<32>, Host> valid;
+        for (std::size_t r = 0; r < 32; ++r) {
+            valid.data()[r] = r < 28 ? 1 : 0;
+            for (std::size_t f = 0; f < 40; ++f) x.data()[r * 40 + f] = normal(rng);
+            for (std::size_t o = 0; o < 3; ++o)
+                y.data()[r * 3 + o] = r < 28 ? 2.0f * normal(rng) : std::numeric_limits<float>::quiet_NaN();
+        }
+        const auto dx = testing::to_device(x);
+        const auto dy = testing::to_device(y);
+        const auto dvalid = testing::to_device(valid);
+        host.step(x, y, valid);
+        device.step(dx, dy, dvalid);
+        device.stream().synchronize();
+        const auto a = to_doubles(host_net.parameters(), n, false), b = to_doubles(device_net.parameters(), n, true);
+        double worst = 0;
+        for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / (1e-3 + std::abs(a[i])));
+        CHECK(worst < 1e-4);
+        const double host_loss = host.mean_loss(), device_loss = device.mean_loss();
+        CHECK(std::isfinite(device_loss));
+        CHECK(device_loss == doctest::Approx(host_loss).epsilon(1e-4));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gpu trainer: mean squared error and a user's elementwise loss train as on the host")
+{
+    check_regression(train::mean_squared_error{});
+    check_regression(train::elementwise_loss{huber{1.0f}});
+}

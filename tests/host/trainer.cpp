@@ -75,7 +75,7 @@ TEST_CASE("trainer: an MLP learns a synthetic task (fp32, bf16, fp16 with loss s
             if (epoch == 0) first_loss = loss;
         }
         const double after = test_accuracy(t, test_set, b);
-        MESSAGE(std::string(tenet::detail::element_name<typename P::storage>) << ": accuracy " << before << " -> " << after);
+        MESSAGE(std::string(tenet::element_name<typename P::storage>) << ": accuracy " << before << " -> " << after);
         CHECK(after > want);
         CHECK(t.mean_loss() == 0.0);  // reset by the previous call, no steps since
         CHECK(first_loss > 0.0);

@@ -154,7 +154,7 @@ TEST_CASE("trainer: padding rows holding NaN, inf or huge values contribute exac
             dirty.step(padded.x, padded.labels, padded.valid);
             zero.step(clean.x, clean.labels, clean.valid);
         }
-        CAPTURE(tenet::detail::element_name<T>);
+        CAPTURE(tenet::element_name<T>);
         CHECK(!any_nonfinite(dirty_net));
         CHECK(bits_of(dirty_net) == bits_of(zero_net));
         CHECK(same(dirty.state(), zero.state()));

@@ -12,8 +12,13 @@
 //   nn::model<mlp, bf16_mixed, Shape<256, 784>> net(/*seed*/ 42);
 //   const auto& logits = net.forward(x);   // x: Tensor<bf16, Shape<256, 784>>
 //   net.backward(dlogits);                 // fills net.gradients()
+//   net.save("mlp.params");                // the parameters and the step, atomically
+//
+// save()/load() keep the parameters alone (for hand-written loops, next to
+// train::optimizer's save()/load(); train::trainer saves both in one file).
 #pragma once
 
+#include "../io/checkpoint_sections.hpp"
 #include "../tensor/copy.hpp"
 #include "sequential.hpp"
 
@@ -157,7 +162,75 @@ public:
 
     layer_type& layers() { return layer_; }
 
+    // The parameters and the step in one checksummed file, written
+    // atomically. (With 16-bit storage an optimizer's fp32 master weights
+    // are the optimizer's to save.)
+    void save(const std::string& path)
+    {
+        io::write_checkpoint_file(path, {signature(), step_, {parameter_section()}});
+    }
+
+    // Restores what save() wrote. The whole file is checked first (format,
+    // checksum, this model's signature, the section's size, every parameter
+    // finite): on any error tenet::format_error / io_error is thrown and the
+    // model is unchanged. An optimizer with master weights copies of these
+    // needs them refreshed (its load(), or load_master_from_parameters()).
+    void load(const std::string& path)
+    {
+        const std::string expected = signature();
+        const io::checkpoint_contents contents =
+            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, 1, parameter_bytes_padded));
+        restore_parameters(checked_parameters(path, contents));
+        set_step(contents.step);
+    }
+
+    // What a file of this model's parameters must match: the storage type
+    // and every parameter's name and shape.
+    std::string signature() { return std::string("tenet-model/") + element_name<storage_type> + ":" + parameter_list(); }
+
+    // Every parameter's name and shape: " 0.weight[256,784] 0.bias[256] ...".
+    std::string parameter_list()
+    {
+        std::string s;
+        for_each_parameter([&](const std::string& name, auto value, auto) {
+            s += " " + name + shape_text(typename decltype(value)::shape{});
+        });
+        return s;
+    }
+
+    // The pieces of save() and load(), for files that hold more than the
+    // model (a trainer's checkpoint): the "parameters" section; the section
+    // found in contents, checked (size, finite); and restoring from it.
+    io::checkpoint_section parameter_section() const
+    {
+        return io::section_of<Place>("parameters", values_.data(), flat_numel, current_stream());
+    }
+
+    const io::checkpoint_section& checked_parameters(const std::string& path,
+                                                     const io::checkpoint_contents& contents) const
+    {
+        const auto& section = io::find_section(contents, "parameters", parameter_bytes_padded);
+        io::check_finite<storage_type>(path, section);
+        return section;
+    }
+
+    void restore_parameters(const io::checkpoint_section& section)
+    {
+        io::upload<Place>(values_.data(), section, current_stream());
+    }
+
 private:
+    static constexpr std::size_t parameter_bytes_padded = flat_numel * sizeof(storage_type);
+
+    template <std::size_t... N>
+    static std::string shape_text(Shape<N...>)
+    {
+        std::string s = "[";
+        ((s += std::to_string(N) + ","), ...);
+        if (s.size() > 1) s.pop_back();
+        return s + "]";
+    }
+
     static layer_type bind(storage_type* values, gradient_type* gradients, std::byte* recompute)
     {
         parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute);

@@ -52,6 +52,9 @@ TENET_HD constexpr T from_bits(std::uint64_t bits)
     return bit_cast<T>(static_cast<typename format_of<T>::bits>(bits));
 }
 
+}  // namespace detail
+
+// The element type's short name (diagnostics, checkpoint signatures).
 template <class T> inline constexpr const char* element_name = "?";
 template <> inline constexpr const char* element_name<f32> = "f32";
 template <> inline constexpr const char* element_name<f64> = "f64";
@@ -62,8 +65,6 @@ template <> inline constexpr const char* element_name<f8e5m2> = "f8e5m2";
 template <> inline constexpr const char* element_name<i8> = "i8";
 template <> inline constexpr const char* element_name<i32> = "i32";
 template <> inline constexpr const char* element_name<bool> = "bool";
-
-}  // namespace detail
 
 template <class T>
 struct numeric_traits {
@@ -78,7 +79,7 @@ template <class T>
     requires is_floating_v<T>
 struct numeric_traits<T> {
     static constexpr detail::float_format format = detail::format_of<T>::value;
-    static constexpr const char* name = detail::element_name<T>;
+    static constexpr const char* name = element_name<T>;
     static constexpr int bits = format.total_bits();
     static constexpr bool is_floating = true;
     static constexpr bool is_signed = true;
@@ -108,7 +109,7 @@ struct numeric_traits<T> {
 template <class T>
     requires is_integer_v<T>
 struct numeric_traits<T> {
-    static constexpr const char* name = detail::element_name<T>;
+    static constexpr const char* name = element_name<T>;
     static constexpr int bits = 8 * sizeof(T);
     static constexpr bool is_floating = false;
     static constexpr bool is_signed = true;

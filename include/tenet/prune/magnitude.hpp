@@ -143,7 +143,7 @@ void device_magnitude(const T* weights, bool* keep, std::span<const prunable_par
         buffer<std::byte, Device> temp(temp_bytes, stream);
         TENET_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys.data(), keys.data() + n, n, 0,
                                                         64, stream.get()));
-        tenet::detail::copy_bytes<Host, Device>(&threshold, keys.data() + n + k, sizeof threshold, stream);
+        tenet::copy_bytes<Host, Device>(&threshold, keys.data() + n + k, sizeof threshold, stream);
         stream.synchronize();
     }
     for (const auto& p : group) {

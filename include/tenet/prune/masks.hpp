@@ -99,7 +99,7 @@ public:
     std::vector<char> to_host() const
     {
         std::vector<char> out(numel);
-        tenet::detail::copy_bytes<Host, place>(out.data(), keep_.data(), bytes, current_stream());
+        tenet::copy_bytes<Host, place>(out.data(), keep_.data(), bytes, current_stream());
         current_stream().synchronize();
         return out;
     }
@@ -109,7 +109,7 @@ public:
     void from_host(const std::vector<char>& keep, const std::string& source = "prune::masks")
     {
         check_bytes(keep, source);
-        tenet::detail::copy_bytes<place, Host>(keep_.data(), keep.data(), bytes, current_stream());
+        tenet::copy_bytes<place, Host>(keep_.data(), keep.data(), bytes, current_stream());
         current_stream().synchronize();  // keep is the caller's
     }
 

@@ -91,7 +91,7 @@ sparsity_report report(const masks<Model>& m)
     using T = typename Model::storage_type;
     Model& model = m.model();
     std::vector<T> values(Model::flat_numel);
-    tenet::detail::copy_bytes<Host, place>(values.data(), model.parameters(), Model::flat_numel * sizeof(T),
+    tenet::copy_bytes<Host, place>(values.data(), model.parameters(), Model::flat_numel * sizeof(T),
                                            current_stream());
     const std::vector<char> keep = m.to_host();  // (synchronizes the stream)
     const auto nonzero = [&](std::size_t offset, std::size_t numel) {

@@ -43,7 +43,7 @@ inline std::string sparse_signature_prefix(sparse_format f)
 template <class Model>
 std::string sparse_signature(Model& model, sparse_format f)
 {
-    std::string s = sparse_signature_prefix(f) + tenet::detail::element_name<typename Model::storage_type> + ":";
+    std::string s = sparse_signature_prefix(f) + tenet::element_name<typename Model::storage_type> + ":";
     model.for_each_parameter([&](const std::string& name, auto value, auto) {
         using shape = typename decltype(value)::shape;
         s += " " + name + "[";
@@ -196,7 +196,7 @@ void load_sparse(const std::string& path, masks<Model>& m)
                                      std::string(f == sparse_format::csr ? "csr" : "2:4") + " form has " +
                                      std::to_string(sections));
 
-    tenet::detail::copy_bytes<typename Model::place, Host>(model.parameters(), values.data(), numel * sizeof(storage),
+    tenet::copy_bytes<typename Model::place, Host>(model.parameters(), values.data(), numel * sizeof(storage),
                                                            current_stream());
     current_stream().synchronize();  // values is ours
     m.from_host(keep, path);

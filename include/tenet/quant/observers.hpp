@@ -71,7 +71,7 @@ void fetch(const E& e, std::vector<float>& out)
     } else {
         Tensor<f32, S, P> values;  // freed in stream order, after the copy
         assign(values.view(), e);
-        ::tenet::detail::copy_bytes<Host, P>(out.data(), values.data(), sizeof(float) * S::numel, current_stream());
+        tenet::copy_bytes<Host, P>(out.data(), values.data(), sizeof(float) * S::numel, current_stream());
     }
 }
 

@@ -40,9 +40,9 @@ public:
                         std::to_string(p.scale.size()) + " scales and " + std::to_string(p.zero_point.size()) +
                         " zero points, but this qtensor has " + std::to_string(channels) + " channel(s) on axis " +
                         std::to_string(Granularity::axis));
-        ::tenet::detail::copy_bytes<Place, Host>(scale_.data(), p.scale.data(), Tensor<f32, param_shape, Place>::bytes,
+        tenet::copy_bytes<Place, Host>(scale_.data(), p.scale.data(), Tensor<f32, param_shape, Place>::bytes,
                                                 current_stream());
-        ::tenet::detail::copy_bytes<Place, Host>(zero_point_.data(), p.zero_point.data(),
+        tenet::copy_bytes<Place, Host>(zero_point_.data(), p.zero_point.data(),
                                                 Tensor<i32, param_shape, Place>::bytes, current_stream());
         scheme_ = p.s;
         has_params_ = true;

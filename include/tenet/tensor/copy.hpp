@@ -5,11 +5,9 @@
 // (tenet never synchronises behind your back).
 #pragma once
 
-#include "../memory/cuda_check.hpp"
-#include "../memory/stream.hpp"
+#include "../memory/copy_bytes.hpp"
 #include "tensor.hpp"
 
-#include <cstring>
 #include <type_traits>
 
 namespace tenet {
@@ -20,17 +18,6 @@ auto as_view(X& x)
 {
     if constexpr (is_tensor<std::remove_const_t<X>>::value) return x.view();
     else return x;
-}
-
-// Raw bytes into memory of place To from memory of place From: one memcpy
-// when both are host memory, else one cudaMemcpyAsync on the stream.
-template <class To, class From>
-void copy_bytes(void* to, const void* from, std::size_t bytes, stream_ref stream)
-{
-    if constexpr (host_accessible_v<To> && host_accessible_v<From>)
-        std::memcpy(to, from, bytes);
-    else
-        TENET_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream.get()));
 }
 
 }  // namespace detail
@@ -56,7 +43,7 @@ void copy(Dst&& destination, const Src& source, stream_ref stream = current_stre
         auto* to = dst.data() + D::layout::offset;
         const auto* from = src.data() + S::layout::offset;
         constexpr std::size_t bytes = D::shape::numel * sizeof(typename D::element_type);
-        detail::copy_bytes<typename D::place, typename S::place>(to, from, bytes, stream);
+        copy_bytes<typename D::place, typename S::place>(to, from, bytes, stream);
     } else if constexpr (same_backend) {
         stream_scope on(stream);
         dst = src;

@@ -27,6 +27,7 @@
 #pragma once
 
 #include "../exec/assign.hpp"
+#include "../io/checkpoint_sections.hpp"
 #include "../nn/layer.hpp"
 #include "../prune/masks.hpp"
 #include "adamw.hpp"
@@ -35,7 +36,10 @@
 #include "schedule.hpp"
 #include "sgd.hpp"
 
+#include <array>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -167,12 +171,109 @@ public:
         for (std::size_t j = 0; j < Rule::slots; ++j) zero_pruned(slot(j), keep);
     }
 
+    // The optimizer's state in one checksummed file, written atomically: the
+    // master weights (when separate from the parameters), the rule's state,
+    // the step state (learning-rate step, loss scale, counters) and the
+    // pruning masks when masked. The model's parameters are the model's to
+    // save (nn::model::save): a hand-written loop saves both.
+    void save(const std::string& path)
+    {
+        io::checkpoint_contents contents{signature(), model_.step(), {}};
+        append_sections(contents);
+        io::write_checkpoint_file(path, contents);
+    }
+
+    // Restores what save() wrote. The whole file is checked first (format,
+    // checksum, signature, every section's size, a step state advance()
+    // could reach, every value finite, mask bytes 0 or 1): on any error
+    // tenet::format_error / io_error is thrown and nothing has changed.
+    // Masked: the pruned weights of the model are zeroed.
+    void load(const std::string& path)
+    {
+        const std::string expected = signature();
+        const io::checkpoint_contents contents =
+            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, max_sections, max_payload));
+        restore(checked_sections(path, contents));
+    }
+
+    // What a file of this optimizer's state must match: the policy's types,
+    // the rule, loss scaling, whether it is masked, every parameter's name
+    // and shape.
+    std::string signature()
+    {
+        return std::string("tenet-optimizer/") + element_name<storage_type> + "/" + element_name<master_type> + "/" +
+               Rule::name + (dynamic_loss_scaling ? "/dynamic-scaling" : "") + (masked() ? "/masked" : "") + ":" +
+               model_.parameter_list();
+    }
+
+    // The pieces of save() and load(), for files that hold more (a trainer's
+    // checkpoint): append the sections; find and check them all (nothing
+    // changes); restore from what was checked.
+    static constexpr std::size_t max_sections = 2 + separate_master + Rule::slots;
+    static constexpr std::uint64_t max_payload = std::uint64_t{numel} * sizeof(bool) +
+                                                 std::uint64_t{numel} * sizeof(master_type) *
+                                                     (separate_master + Rule::slots) +
+                                                 sizeof(step_state);
+
+    void append_sections(io::checkpoint_contents& contents)
+    {
+        if constexpr (separate_master) contents.sections.push_back(section("master", master_.data()));
+        for (std::size_t j = 0; j < Rule::slots; ++j) contents.sections.push_back(section("state" + std::to_string(j), slot(j)));
+        if (masked())
+            contents.sections.push_back(io::section_of<place>("masks", masks().data(), numel, current_stream()));
+        contents.sections.push_back(io::section_of_value("step_state", state()));
+    }
+
+    struct checked_state {
+        const io::checkpoint_section* master = nullptr;
+        std::array<const io::checkpoint_section*, Rule::slots> slots{};
+        step_state state;
+        std::vector<char> keep;  // masked: the mask bytes
+    };
+
+    checked_state checked_sections(const std::string& path, const io::checkpoint_contents& contents) const
+    {
+        constexpr std::size_t bytes = numel * sizeof(master_type);
+        checked_state c;
+        if constexpr (separate_master) c.master = &io::find_section(contents, "master", bytes);
+        for (std::size_t j = 0; j < Rule::slots; ++j) c.slots[j] = &io::find_section(contents, "state" + std::to_string(j), bytes);
+        const auto& state = io::find_section(contents, "step_state", sizeof(step_state));
+        std::memcpy(&c.state, state.bytes.data(), sizeof c.state);
+        if (const char* why = implausible(c.state, dynamic_loss_scaling, options_.scaler); *why)
+            throw format_error(path, std::string("step_state: ") + why);
+        if (c.master) io::check_finite<master_type>(path, *c.master);
+        for (const io::checkpoint_section* slot : c.slots) io::check_finite<master_type>(path, *slot);
+        if (masks_) {
+            const auto& masks = io::find_section(contents, "masks", numel * sizeof(bool));
+            c.keep.resize(numel);
+            std::memcpy(c.keep.data(), masks.bytes.data(), numel);
+            masks_->check_bytes(c.keep, path);
+        }
+        return c;
+    }
+
+    void restore(const checked_state& c)
+    {
+        if (c.master) io::upload<place>(master_.data(), *c.master, current_stream());
+        for (std::size_t j = 0; j < Rule::slots; ++j) io::upload<place>(slot(j), *c.slots[j], current_stream());
+        set_state(c.state);
+        if (masks_) {
+            masks_->from_host(c.keep);
+            apply_masks();  // the file's pruned weights may not be zero
+        }
+    }
+
     const Rule& rule() const { return rule_; }
     const Schedule& schedule() const { return schedule_; }
     const optimizer_options& options() const { return options_; }
     Model& model() { return model_; }
 
 private:
+    io::checkpoint_section section(std::string name, const master_type* data) const
+    {
+        return io::section_of<place>(std::move(name), data, numel, current_stream());
+    }
+
     using args_type = detail::update_args<Rule, Schedule, storage_type, master_type>;
 
     template <class T, std::size_t N>
@@ -184,7 +285,7 @@ private:
     // Between the model's place and host memory (either way: cudaMemcpyDefault).
     static void copy_raw(void* to, const void* from, std::size_t bytes)
     {
-        tenet::detail::copy_bytes<place, Host>(to, from, bytes, current_stream());
+        tenet::copy_bytes<place, Host>(to, from, bytes, current_stream());
     }
 
     template <class Keep>

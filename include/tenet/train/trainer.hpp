@@ -1,12 +1,17 @@
-// trainer<Model, Rule, Schedule>: one training step of a classifier -- the
-// forward, softmax cross-entropy over the valid rows, the backward and the
-// fused optimizer update -- on the model's place.
+// trainer<Model, Rule, Schedule, Loss>: one training step -- the forward,
+// the loss over the valid rows, the backward and the fused optimizer update --
+// on the model's place. The loss (train/loss.hpp) is softmax cross-entropy
+// unless one is given: mean_squared_error, elementwise_loss{f} for a user's
+// loss, or any type meeting the loss protocol.
 //
 //   nn::model<mlp, bf16_mixed, Shape<256, 784>> net(42);
 //   train::trainer t(net, train::adamw{}, train::warmup_cosine_lr{1e-3f, 200, 4000});
 //   t.capture();                        // device: record the step as a CUDA Graph
 //   while (loader.next(b)) t.step(b.x(), b.labels(), b.valid());
 //   double loss = t.mean_loss();        // reads back (waits); resets the sum
+//
+//   train::trainer r(regressor, train::adamw{}, train::constant_lr{1e-3f}, {}, train::mean_squared_error{});
+//   r.step(x, targets, valid);          // targets: the output's shape
 //
 // - Eager by default (each kernel launched, easy to debug); after capture()
 //   the first step with a given set of input buffers runs eagerly (it creates
@@ -25,8 +30,9 @@
 //   the masks come from lives in the model's place and the captured step
 //   advances it; a replayed step's masks are the eager step's of that number.
 // - A bad batch: on the host, step() throws before anything changes when a
-//   valid row's label is out of range (index_error) or a valid entry is
-//   neither 0 nor 1 (tenet::error). The device cannot throw without waiting
+//   valid entry is neither 0 nor 1 (tenet::error) or the loss rejects a
+//   target (cross-entropy: a valid row's label out of range, index_error).
+//   The device cannot throw without waiting
 //   for the batch: there such a step's gradient is NaN, which
 //   nonfinite_steps() counts and skip_nonfinite skips (the loss turns NaN);
 //   trainer_options{.check_batches = true} waits and throws as the host does.
@@ -43,18 +49,15 @@
 //   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
 #pragma once
 
-#include "../io/checkpoint_file.hpp"
-#include "../nn/row_ops.hpp"
+#include "../io/checkpoint_sections.hpp"
 #include "../profile/nvtx.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
 #include "graph.hpp"
+#include "loss.hpp"
 #include "optimizer.hpp"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -73,7 +76,7 @@ struct trainer_options {
     bool check_batches = false;
 };
 
-template <class Model, class Rule, lr_schedule Schedule = constant_lr>
+template <class Model, class Rule, lr_schedule Schedule = constant_lr, class Loss = softmax_cross_entropy>
 class trainer {
 public:
     using model_type = Model;
@@ -85,15 +88,14 @@ public:
     using output_shape = typename Model::output_shape;
     using input_shape = typename Model::input_shape;
     static constexpr bool on_host = host_accessible_v<place>;
-    // Softmax cross-entropy over one class is 0 whatever the model does.
-    static_assert(output_shape::rank >= 1 && output_shape::extents[output_shape::rank - 1] >= 2,
-                  "tenet: trainer: softmax cross-entropy needs a model with at least 2 outputs (classes) per row; "
-                  "train a one-output model with nn::model forward/backward and train::optimizer");
+    static_assert(detail::check_loss<Loss, policy, output_shape, place>());
+    using loss_type = detail::bound_loss_t<Loss, policy, output_shape, place>;
+    using target_type = typename loss_type::target_type;  // what step() takes as targets
 
     trainer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
-            trainer_options options = {})
+            trainer_options options = {}, const Loss& loss = {})
         : model_(model), options_(checked(options)), optimizer_(model, rule, schedule, options.optimizer),
-          accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
+          loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
     {
         current_stream().synchronize();  // the model and the optimizer are ready for stream_
         stream_scope on(stream_);
@@ -107,14 +109,16 @@ public:
     trainer(const trainer&) = delete;
     trainer& operator=(const trainer&) = delete;
 
-    // One micro-batch: x of the model's input shape (storage type), labels i32
-    // and valid (nonzero: a real row) of the output's row shape.
-    template <class X, class Labels, class Valid>
-    void step(const X& x, const Labels& labels, const Valid& valid)
+    // One micro-batch: x of the model's input shape (storage type), the
+    // loss's targets (cross-entropy: i32 labels of the output's row shape;
+    // mean_squared_error: values of the output's shape) and valid (1: a real
+    // row, 0: padding) of the output's row shape.
+    template <class X, class Target, class Valid>
+    void step(const X& x, const Target& target, const Valid& valid)
     {
         stream_scope on(stream_);
-        if constexpr (on_host) check_cross_entropy_batch<output_shape>(labels, valid);  // before anything changes
-        else if (options_.check_batches) check_on_host(labels, valid);
+        if constexpr (on_host) loss_.check_batch(target, valid);  // before anything changes
+        else if (options_.check_batches) check_on_host(target, valid);
         model_.train();
         const std::size_t k = options_.accumulation_steps;
         const auto phase = k == 1 ? phase_kind::only
@@ -123,7 +127,7 @@ public:
         micro_ = (micro_ + 1) % k;
         ++losses_;
         const std::uint64_t before = model_.step();
-        run(graph_key{pointer(x), pointer(labels), pointer(valid), phase}, [&] { eager_step(x, labels, valid, phase); });
+        run(graph_key{pointer(x), pointer(target), pointer(valid), phase}, [&] { eager_step(x, target, valid, phase); });
         if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
     }
 
@@ -131,16 +135,23 @@ public:
     void capture(bool on = true) { graphs_on_ = on && !on_host; }
     bool capturing() const { return graphs_on_; }
 
-    // Counts correct predictions (argmax of the logits == label) on valid rows.
-    template <class X, class Labels, class Valid>
-    void evaluate(const X& x, const Labels& labels, const Valid& valid)
+    // The model in evaluation mode on one batch: adds its loss over the
+    // valid rows to evaluation_loss(), and for a classifying loss counts
+    // correct predictions (argmax of the logits == label) for accuracy().
+    template <class X, class Target, class Valid>
+    void evaluate(const X& x, const Target& target, const Valid& valid)
     {
         stream_scope on(stream_);
         model_.eval();
-        const auto& logits = model_.forward(x);
-        const auto counted = cast<f32>(valid != 0);
-        correct_ = correct_ + sum(cast<f32>(argmax<-1>(logits) == labels) * counted);
-        rows_ = rows_ + sum(counted);
+        const auto& prediction = model_.forward(x);
+        const auto rows = sum(cast<f32>(valid != 0));
+        loss_.forward(batch_loss_, prediction, target, valid);
+        evaluated_loss_ = evaluated_loss_ + batch_loss_ * rows;
+        evaluated_rows_ = evaluated_rows_ + rows;
+        if constexpr (classifies<Loss>) {
+            correct_ = correct_ + sum(cast<f32>(argmax<-1>(prediction) == target) * cast<f32>(valid != 0));
+            rows_ = rows_ + rows;
+        }
         model_.train();
     }
 
@@ -157,10 +168,20 @@ public:
 
     // Accuracy over what evaluate() saw since the last call (waits).
     double accuracy()
+        requires classifies<Loss>
     {
         const double correct = read(correct_), rows = read(rows_);
-        clear_metrics();
+        clear(correct_, rows_);
         return rows > 0 ? correct / rows : 0.0;
+    }
+
+    // The mean loss per valid row over what evaluate() saw since the last
+    // call (waits).
+    double evaluation_loss()
+    {
+        const double total = read(evaluated_loss_), rows = read(evaluated_rows_);
+        clear(evaluated_loss_, evaluated_rows_);
+        return rows > 0 ? total / rows : 0.0;
     }
 
     step_state state() const
@@ -174,19 +195,13 @@ public:
 
     // Parameters, master weights, optimizer state, loss-scaler state, the
     // step and the pruning masks (when masked), in one checksummed file
-    // written atomically.
+    // written atomically (the sections nn::model and train::optimizer save
+    // on their own, in one file).
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        io::checkpoint_contents contents{signature(), model_.step(), {}};
-        contents.sections.push_back(section("parameters", model_.parameters(), Model::flat_numel));
-        if constexpr (optimizer_type::separate_master)
-            contents.sections.push_back(section("master", optimizer_.master(), Model::flat_numel));
-        for (std::size_t j = 0; j < Rule::slots; ++j)
-            contents.sections.push_back(section("state" + std::to_string(j), optimizer_.slot(j), Model::flat_numel));
-        if (optimizer_.masked()) contents.sections.push_back(section("masks", optimizer_.masks().data(), Model::flat_numel));
-        const step_state s = optimizer_.state();
-        contents.sections.push_back({"step_state", bytes_of(&s, sizeof s)});
+        io::checkpoint_contents contents{signature(), model_.step(), {model_.parameter_section()}};
+        optimizer_.append_sections(contents);
         io::write_checkpoint_file(path, contents);
     }
 
@@ -199,45 +214,14 @@ public:
     void load(const std::string& path)
     {
         stream_scope on(stream_);
-        constexpr std::size_t n = Model::flat_numel;
-        // What save() can write at most: a larger file is refused unread.
-        constexpr std::size_t sections = 3 + optimizer_type::separate_master + Rule::slots;
-        constexpr std::uint64_t payload = std::uint64_t{n} * (sizeof(storage_type) + sizeof(bool)) +
-                                          std::uint64_t{n} * sizeof(master_type) * (optimizer_type::separate_master + Rule::slots) +
-                                          sizeof(step_state);
         const std::string expected = signature();
-        const io::checkpoint_contents contents =
-            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, sections, payload));
-        const auto& parameters = io::find_section(contents, "parameters", n * sizeof(storage_type));
-        const io::checkpoint_section* master = nullptr;
-        if constexpr (optimizer_type::separate_master) master = &io::find_section(contents, "master", n * sizeof(master_type));
-        std::array<const io::checkpoint_section*, Rule::slots> slots{};
-        for (std::size_t j = 0; j < Rule::slots; ++j)
-            slots[j] = &io::find_section(contents, "state" + std::to_string(j), n * sizeof(master_type));
-        const auto& state = io::find_section(contents, "step_state", sizeof(step_state));
-        step_state s;
-        std::memcpy(&s, state.bytes.data(), sizeof s);
-        if (const char* why = implausible(s, policy::dynamic_loss_scaling, optimizer_.options().scaler); *why)
-            throw format_error(path, std::string("step_state: ") + why);
-        check_finite<storage_type>(path, parameters);
-        if (master) check_finite<master_type>(path, *master);
-        for (const io::checkpoint_section* slot : slots) check_finite<master_type>(path, *slot);
-        std::vector<char> keep;
-        if (optimizer_.masked()) {
-            const auto& masks = io::find_section(contents, "masks", n * sizeof(bool));
-            keep.resize(n);
-            std::memcpy(keep.data(), masks.bytes.data(), n);
-            optimizer_.masks().check_bytes(keep, path);
-        }
-
-        upload(model_.parameters(), parameters);
-        if (master) upload(optimizer_.master(), *master);
-        for (std::size_t j = 0; j < Rule::slots; ++j) upload(optimizer_.slot(j), *slots[j]);
-        optimizer_.set_state(s);
-        if (optimizer_.masked()) {
-            optimizer_.masks().from_host(keep, path);
-            optimizer_.apply_masks();  // the file's pruned weights may not be zero
-        }
+        const std::uint64_t payload = Model::flat_numel * sizeof(storage_type) + optimizer_type::max_payload;
+        const io::checkpoint_contents contents = io::read_checkpoint_file(
+            path, expected, io::checkpoint_size_bound(expected, 1 + optimizer_type::max_sections, payload));
+        const auto& parameters = model_.checked_parameters(path, contents);
+        const auto state = optimizer_.checked_sections(path, contents);
+        model_.restore_parameters(parameters);
+        optimizer_.restore(state);
         model_.set_step(contents.step);
         micro_ = 0;
     }
@@ -246,19 +230,21 @@ public:
     // is pruned (masked), and every parameter's name and shape.
     std::string signature()
     {
-        std::string s = std::string("tenet-trainer/") + tenet::detail::element_name<storage_type> + "/" + tenet::detail::element_name<master_type> +
-                        "/" + Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") +
-                        (optimizer_.masked() ? "/masked" : "") + ":";
-        model_.for_each_parameter([&](const std::string& name, auto value, auto) {
-            s += " " + name + shape_text(typename decltype(value)::shape{});
-        });
-        return s;
+        return std::string("tenet-trainer/") + element_name<storage_type> + "/" + element_name<master_type> + "/" +
+               Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") +
+               (optimizer_.masked() ? "/masked" : "") + ":" + model_.parameter_list();
     }
 
     Model& model() { return model_; }
     optimizer_type& optimizer() { return optimizer_; }
     stream_ref stream() const { return stream_; }
-    const auto& probabilities() const { return probs_; }
+    loss_type& loss() { return loss_; }
+    // Cross-entropy: the softmax of the last forward's logits.
+    const auto& probabilities() const
+        requires requires(const loss_type& l) { l.probabilities(); }
+    {
+        return loss_.probabilities();
+    }
 
 private:
     enum class phase_kind { only, first, middle, last };
@@ -271,7 +257,7 @@ private:
     struct append_ones<Shape<R...>, std::index_sequence<K...>> {
         using type = Shape<R..., (K * 0 + 1)...>;
     };
-    using rows_shape = tenet::detail::rowwise::rows_shape_t<output_shape>;
+    using rows_shape = nn::rows_shape_t<output_shape>;
     static_assert(rows_shape::rank <= input_shape::rank &&
                       std::equal(rows_shape::extents.begin(), rows_shape::extents.end(), input_shape::extents.begin()),
                   "tenet: trainer: the model's input shape must begin with its output's rows (a mask entry per row)");
@@ -321,23 +307,24 @@ private:
         graphs_.push_back({key, cuda_graph{}});
     }
 
-    template <class X, class Labels, class Valid>
-    void eager_step(const X& x, const Labels& labels, const Valid& valid, phase_kind phase)
+    template <class X, class Target, class Valid>
+    void eager_step(const X& x, const Target& target, const Valid& valid, phase_kind phase)
     {
         {
             profile::scoped_range range("forward");
             stage(x, valid);
-            const auto& logits = model_.forward(staged_);
-            cross_entropy_forward(loss_, probs_, logits, labels, valid);
-            loss_sum_ = loss_sum_ + loss_;
+            const auto& prediction = model_.forward(staged_);
+            loss_.forward(batch_loss_, prediction, target, valid);
+            loss_sum_ = loss_sum_ + batch_loss_;
         }
         {
             profile::scoped_range range("backward");
+            const auto& prediction = model_.output();
             if constexpr (policy::dynamic_loss_scaling)
-                cross_entropy_backward(dlogits_, probs_, labels, valid, optimizer_.loss_scale());
+                loss_.backward(dprediction_, prediction, target, valid, optimizer_.loss_scale());
             else
-                cross_entropy_backward(dlogits_, probs_, labels, valid, 1.0f);
-            model_.backward(dlogits_);
+                loss_.backward(dprediction_, prediction, target, valid, 1.0f);
+            model_.backward(dprediction_);
         }
         profile::scoped_range range("optimizer");
         constexpr std::size_t n = Model::flat_numel;
@@ -355,13 +342,13 @@ private:
 
     // check_batches on a device model: one wait for the batch, then the
     // host's checks on copies of its labels and mask.
-    template <class Labels, class Valid>
-    void check_on_host(const Labels& labels, const Valid& valid)
+    template <class Target, class Valid>
+    void check_on_host(const Target& target, const Valid& valid)
     {
-        auto host_labels = host_copy(labels);
+        auto host_target = host_copy(target);
         auto host_valid = host_copy(valid);
         stream_.synchronize();
-        check_cross_entropy_batch<output_shape>(host_labels, host_valid);
+        loss_.check_batch(host_target, host_valid);
     }
 
     template <class T>
@@ -382,17 +369,6 @@ private:
         staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
     }
 
-    template <class T>
-    static void check_finite(const std::string& path, const io::checkpoint_section& section)
-    {
-        for (std::size_t i = 0; i < section.bytes.size() / sizeof(T); ++i) {
-            T v;
-            std::memcpy(&v, section.bytes.data() + i * sizeof(T), sizeof v);
-            if (!std::isfinite(static_cast<double>(convert<f64>(v))))
-                throw format_error(path, "section " + section.name + " holds inf/NaN at element " + std::to_string(i));
-        }
-    }
-
     double read(const Tensor<f32, Shape<>, place>& t) const
     {
         Tensor<f32, Shape<>, Host> host;
@@ -401,43 +377,13 @@ private:
         return host.data()[0];
     }
 
-    void clear_metrics()
+    void clear_metrics() { clear(correct_, rows_, evaluated_loss_, evaluated_rows_); }
+
+    template <class... T>
+    void clear(T&... scalars)
     {
         stream_scope on(stream_);
-        assign(correct_.view(), 0);
-        assign(rows_.view(), 0);
-    }
-
-    static std::vector<std::byte> bytes_of(const void* p, std::size_t n)
-    {
-        std::vector<std::byte> out(n);
-        std::memcpy(out.data(), p, n);
-        return out;
-    }
-
-    template <class T>
-    io::checkpoint_section section(std::string name, const T* data, std::size_t count) const
-    {
-        std::vector<std::byte> out(count * sizeof(T));
-        tenet::detail::copy_bytes<Host, place>(out.data(), data, out.size(), stream_);
-        stream_.synchronize();
-        return {std::move(name), std::move(out)};
-    }
-
-    template <class T>
-    void upload(T* to, const io::checkpoint_section& from) const
-    {
-        tenet::detail::copy_bytes<place, Host>(to, from.bytes.data(), from.bytes.size(), stream_);
-        stream_.synchronize();  // from is the caller's
-    }
-
-    template <std::size_t... N>
-    static std::string shape_text(Shape<N...>)
-    {
-        std::string s = "[";
-        ((s += std::to_string(N) + ","), ...);
-        if (s.size() > 1) s.pop_back();
-        return s + "]";
+        (assign(scalars.view(), 0), ...);
     }
 
     Model& model_;
@@ -445,14 +391,16 @@ private:
     std::optional<tenet::stream> own_stream_ = on_host ? std::nullopt : std::optional<tenet::stream>(std::in_place);
     stream_ref stream_ = own_stream_ ? stream_ref(*own_stream_) : current_stream();  // host: never used by a device
     optimizer_type optimizer_;
+    loss_type loss_;
     buffer<master_type, place> accumulated_;
-    Tensor<typename policy::accumulate, output_shape, place> probs_;  // f32 for 16-bit policies
-    Tensor<storage_type, output_shape, place> dlogits_;
+    Tensor<storage_type, output_shape, place> dprediction_;
     Tensor<storage_type, input_shape, place> staged_;  // x with padding rows 0
-    Tensor<f32, Shape<>, place> loss_;
+    Tensor<f32, Shape<>, place> batch_loss_;
     Tensor<f32, Shape<>, place> loss_sum_;
-    Tensor<f32, Shape<>, place> correct_;
+    Tensor<f32, Shape<>, place> correct_;  // accuracy(): correct predictions and the rows they came from
     Tensor<f32, Shape<>, place> rows_;
+    Tensor<f32, Shape<>, place> evaluated_loss_;  // evaluation_loss(): loss times rows, and rows
+    Tensor<f32, Shape<>, place> evaluated_rows_;
     std::size_t micro_ = 0;
     std::size_t losses_ = 0;
     bool graphs_on_ = false;

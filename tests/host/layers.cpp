@@ -141,9 +141,9 @@ TEST_CASE("initialisers: bounds, moments and reproducibility")
 TEST_CASE("Linear and the fused units: forward against float64")
 {
     using net = nn::Sequential<nn::Linear<13, 24>, nn::ReLU, nn::Linear<24, 9>, nn::GELU, nn::Linear<9, 5>>;
-    static_assert(std::is_same_v<net::units, nn::detail::type_list<
-                      nn::detail::indexed<0, nn::detail::linear_unit<13, 24, linalg::activation::relu>>,
-                      nn::detail::indexed<2, nn::detail::linear_unit<24, 9, linalg::activation::gelu>>,
+    static_assert(std::is_same_v<net::units, nn::type_list<
+                      nn::detail::indexed<0, nn::linear_unit<13, 24, linalg::activation::relu>>,
+                      nn::detail::indexed<2, nn::linear_unit<24, 9, linalg::activation::gelu>>,
                       nn::detail::indexed<4, nn::Linear<9, 5>>>>);
     using In = Shape<2, 7, 13>;  // rank 3: rows are 2 x 7
     nn::model<net, fp32, In, Host> m(3);

@@ -93,16 +93,16 @@ auto gradients_of(M& m)
 // The units an int8 model folds a spec into: an activation joins the Linear
 // before it (past Dropout, the identity at inference), nested Sequentials open.
 namespace units_check {
-using quant::detail::unit_spec;
+using nn::linear_unit;
 using act = linalg::activation;
 using nested = nn::Sequential<nn::Linear<4, 8>, nn::Dropout<std::ratio<1, 2>>, nn::ReLU,
                               nn::Sequential<nn::Linear<8, 6>, nn::GELU, nn::Linear<6, 4>>, nn::GELUTanh>;
 static_assert(std::is_same_v<quant::detail::units_of<nested>,
-                             nn::detail::type_list<unit_spec<4, 8, act::relu>, unit_spec<8, 6, act::gelu>,
-                                                   unit_spec<6, 4, act::gelu_tanh>>>);
+                             nn::type_list<linear_unit<4, 8, act::relu>, linear_unit<8, 6, act::gelu>,
+                                           linear_unit<6, 4, act::gelu_tanh>>>);
 static_assert(std::is_same_v<quant::detail::units_of<spec>,
-                             nn::detail::type_list<unit_spec<features, hidden, act::relu>,
-                                                   unit_spec<hidden, classes, act::none>>>);
+                             nn::type_list<linear_unit<features, hidden, act::relu>,
+                                           linear_unit<hidden, classes, act::none>>>);
 }  // namespace units_check
 
 TEST_CASE("qat: fake-quantized Linears forward, and the clipped straight-through estimator backward")

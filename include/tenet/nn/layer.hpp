@@ -24,6 +24,7 @@
 #include "../numeric/precision.hpp"
 #include "init.hpp"
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -134,6 +135,18 @@ struct with_last_extent<Shape<E...>, N> {
 };
 template <class S, std::size_t N>
 using with_last_extent_t = typename with_last_extent<S, N>::type;
+
+template <class S>
+struct without_last_extent {
+    static constexpr std::array<std::size_t, S::rank == 0 ? 0 : S::rank - 1> extents = [] {
+        std::array<std::size_t, S::rank == 0 ? 0 : S::rank - 1> e{};
+        for (std::size_t d = 0; d < e.size(); ++d) e[d] = S::extents[d];
+        return e;
+    }();
+};
+// The rows of a layer's output [rows..., N]: one mask entry, label or loss per row.
+template <class S>
+using rows_shape_t = shape_from_t<without_last_extent<S>>;
 
 template <class S>
 inline constexpr std::size_t last_extent = S::rank == 0 ? 1 : S::extents[S::rank == 0 ? 0 : S::rank - 1];

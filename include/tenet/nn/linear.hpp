@@ -35,6 +35,8 @@ struct linear_output {
     using type = with_last_extent_t<S, Out>;
 };
 
+}  // namespace detail
+
 // A Linear's parameters: W [Out, In], then b [Out], taken from the model's
 // flat buffers in that order with a random stream each, and drawn as
 // PyTorch's nn.Linear draws them (U(-1/sqrt(In), 1/sqrt(In)) for both). Every
@@ -73,6 +75,8 @@ struct linear_parameters {
     bias_views bias;
     std::uint64_t weight_stream, bias_stream;
 };
+
+namespace detail {
 
 template <precision_policy P, class InShape, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
 class linear_layer {
@@ -167,22 +171,24 @@ struct linear_layer_for<P, S, Place, In, Out, Act> {
     using type = typename P::template linear_layer<P, S, Place, In, Out, Act>;
 };
 
-// Linear followed by an activation, fused (Sequential forms these).
+}  // namespace detail
+
+// Linear<In, Out> followed by the activation Act, fused into its epilogue
+// (Sequential forms these from Linear, ReLU/GELU/GELUTanh; int8_model and
+// sparse_model see a spec as a list of them: linear_units.hpp).
 template <std::size_t In, std::size_t Out, linalg::activation Act>
 struct linear_unit {
     static constexpr std::size_t in_features = In, out_features = Out;
     static constexpr linalg::activation activation = Act;
 
     template <class S>
-    using output_shape = typename linear_output<In, Out, S>::type;
+    using output_shape = typename detail::linear_output<In, Out, S>::type;
 
     template <precision_policy P, class S, class Place>
-    using layer = typename linear_layer_for<P, S, Place, In, Out, Act>::type;
+    using layer = typename detail::linear_layer_for<P, S, Place, In, Out, Act>::type;
 };
 
-}  // namespace detail
-
 template <std::size_t In, std::size_t Out>
-struct Linear : detail::linear_unit<In, Out, linalg::activation::none> {};
+struct Linear : linear_unit<In, Out, linalg::activation::none> {};
 
 }  // namespace tenet::nn

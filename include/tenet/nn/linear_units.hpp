@@ -1,8 +1,9 @@
-// A model spec seen as a chain of Linear units at compile time: each Linear
-// (with the activation right after it) is one unit; Sequentials and
+// linear_units_t<Spec, Unsupported>: a model spec seen as a chain of Linear
+// units at compile time, a type_list of linear_unit<In, Out, Act>: each
+// Linear (with the activation right after it) is one unit; Sequentials and
 // Checkpointed segments open; Dropout (the identity at inference) vanishes.
 // Inference forms that replace a model's Linears (quant::int8_model,
-// prune::sparse_model) build one unit per entry of units_of<Spec, ...>.
+// prune::sparse_model) build one unit per entry.
 //
 // Anything else is a compile error in the caller's words: the caller passes
 // Unsupported, a template over the offending layer spec whose reject()
@@ -15,19 +16,17 @@
 
 #include <type_traits>
 
-namespace tenet::nn::detail {
+namespace tenet::nn {
+namespace detail {
 
-// One unit: K input features, N output features, then Act.
-template <std::size_t K, std::size_t N, linalg::activation Act>
-struct unit_spec {
-    static constexpr std::size_t in = K, out = N;
-    static constexpr linalg::activation activation = Act;
-    static constexpr bool takes_activation = Act == linalg::activation::none;
-};
 // No unit started yet.
-struct no_unit {
-    static constexpr bool takes_activation = false;
-};
+struct no_unit {};
+
+// An activation right after P joins it: P is a Linear without one.
+template <class P>
+inline constexpr bool takes_activation = false;
+template <std::size_t K, std::size_t N>
+inline constexpr bool takes_activation<linear_unit<K, N, linalg::activation::none>> = true;
 
 template <class S>
 inline constexpr bool is_dropout = false;
@@ -67,7 +66,7 @@ struct fold<type_list<D...>, P, type_list<>, Unsupported> {
 template <class... D, class P, class S, class... Rest, template <class> class Unsupported>
 struct fold<type_list<D...>, P, type_list<S, Rest...>, Unsupported> {
     static constexpr bool linear = requires { S::in_features; S::out_features; S::activation; };
-    static constexpr bool joins = P::takes_activation && [] {
+    static constexpr bool joins = takes_activation<P> && [] {
         if constexpr (requires { S::fusable; }) return S::fusable != linalg::activation::none;
         else return false;
     }();
@@ -75,10 +74,10 @@ struct fold<type_list<D...>, P, type_list<S, Rest...>, Unsupported> {
     static auto next()
     {
         if constexpr (linear)
-            return fold<committed, unit_spec<S::in_features, S::out_features, S::activation>, type_list<Rest...>,
+            return fold<committed, linear_unit<S::in_features, S::out_features, S::activation>, type_list<Rest...>,
                         Unsupported>{};
         else if constexpr (joins)
-            return fold<type_list<D...>, unit_spec<P::in, P::out, S::fusable>, type_list<Rest...>, Unsupported>{};
+            return fold<type_list<D...>, linear_unit<P::in_features, P::out_features, S::fusable>, type_list<Rest...>, Unsupported>{};
         else if constexpr (is_dropout<S>)
             return fold<type_list<D...>, P, type_list<Rest...>, Unsupported>{};
         else {
@@ -89,7 +88,10 @@ struct fold<type_list<D...>, P, type_list<S, Rest...>, Unsupported> {
     using type = typename decltype(next())::type;
 };
 
-template <class Spec, template <class> class Unsupported>
-using units_of = typename fold<type_list<>, no_unit, typename leaves<Spec>::type, Unsupported>::type;
+}  // namespace detail
 
-}  // namespace tenet::nn::detail
+template <class Spec, template <class> class Unsupported>
+using linear_units_t =
+    typename detail::fold<type_list<>, detail::no_unit, typename detail::leaves<Spec>::type, Unsupported>::type;
+
+}  // namespace tenet::nn

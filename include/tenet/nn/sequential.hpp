@@ -18,10 +18,29 @@
 #include <utility>
 
 namespace tenet::nn {
-namespace detail {
 
+// Compile-time lists of layer specs (a Sequential's units, a spec's Linear
+// units): type_list<T...>, its length list_size<L>, its I-th type at_t<I, L>.
 template <class... T>
 struct type_list {};
+
+template <std::size_t I, class List>
+struct at;
+template <std::size_t I, class H, class... T>
+struct at<I, type_list<H, T...>> : at<I - 1, type_list<T...>> {};
+template <class H, class... T>
+struct at<0, type_list<H, T...>> {
+    using type = H;
+};
+template <std::size_t I, class List>
+using at_t = typename at<I, List>::type;
+
+template <class List>
+inline constexpr std::size_t list_size = 0;
+template <class... T>
+inline constexpr std::size_t list_size<type_list<T...>> = sizeof...(T);
+
+namespace detail {
 
 // A unit with the index of the spec it came from (for parameter names).
 template <std::size_t Index, class Spec>
@@ -67,22 +86,6 @@ struct chain_shapes<In, type_list<U, Us...>> {
     using out = typename U::spec::template output_shape<In>;
     using type = decltype(prepend(typename chain_shapes<out, type_list<Us...>>::type{}));
 };
-
-template <std::size_t I, class List>
-struct at;
-template <std::size_t I, class H, class... T>
-struct at<I, type_list<H, T...>> : at<I - 1, type_list<T...>> {};
-template <class H, class... T>
-struct at<0, type_list<H, T...>> {
-    using type = H;
-};
-template <std::size_t I, class List>
-using at_t = typename at<I, List>::type;
-
-template <class List>
-inline constexpr std::size_t list_size = 0;
-template <class... T>
-inline constexpr std::size_t list_size<type_list<T...>> = sizeof...(T);
 
 // Recompute: a Checkpointed segment. Its activations between children live in
 // the model's shared recompute arena instead of being kept: the forward writes
@@ -239,14 +242,14 @@ private:
 
 template <class... Layers>
 struct Sequential {
-    using units = typename detail::group<0, detail::type_list<>, Layers...>::type;
-    static constexpr std::size_t unit_count = detail::list_size<units>;
+    using units = typename detail::group<0, type_list<>, Layers...>::type;
+    static constexpr std::size_t unit_count = list_size<units>;
 
     template <class In>
     using shapes = typename detail::chain_shapes<In, units>::type;
 
     template <class In>
-    using output_shape = detail::at_t<unit_count, shapes<In>>;
+    using output_shape = at_t<unit_count, shapes<In>>;
 
     template <precision_policy P, class In, class Place>
     using layer = detail::sequential_layer<P, In, Place, units, shapes<In>, std::make_index_sequence<unit_count>>;

@@ -80,12 +80,12 @@ f32 activate(f32 v)
 
 template <class Spec, shape_type In>
 class sparse_model {
-    using units = nn::detail::units_of<Spec, detail::no_sparse_form>;
-    static constexpr std::size_t count = nn::detail::list_size<units>;
+    using units = nn::linear_units_t<Spec, detail::no_sparse_form>;
+    static constexpr std::size_t count = nn::list_size<units>;
     static constexpr std::size_t features = nn::last_extent<In>;
     static constexpr std::size_t rows = In::numel / features;
     template <std::size_t I>
-    using unit_t = nn::detail::at_t<I, units>;
+    using unit_t = nn::at_t<I, units>;
     // Activations are stored by blocks of rows, [blocks][features][block]
     // (the last block padded with rows that are computed and never read):
     // a block's sums stay in registers, 8 vectors of 8 lanes, independent
@@ -187,7 +187,7 @@ private:
     template <std::size_t I>
     void run_from(f32* x, f32* y)
     {
-        constexpr std::size_t in = unit_t<I>::in, out = unit_t<I>::out;
+        constexpr std::size_t in = unit_t<I>::in_features, out = unit_t<I>::out_features;
         constexpr linalg::activation act = unit_t<I>::activation;
         const sparse_unit& u = units_[I];
         TENET_OMP_PARALLEL_FOR_IF(blocks * out > 1 && u.weight.nonzeros() * rows >= 32768)

@@ -36,7 +36,7 @@ template <precision_policy P, class InShape, class Place, std::size_t In, std::s
 class fake_quant_linear_layer {
     using storage = typename P::storage;
     using gradient_element = nn::gradient_t<P>;
-    using parameters_type = nn::detail::linear_parameters<storage, gradient_element, Place, In, Out>;
+    using parameters_type = nn::linear_parameters<storage, gradient_element, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;
     using observer_type = typename P::input_observer;

@@ -32,7 +32,7 @@ template <class P, class InShape, class Place, std::size_t In, std::size_t Out, 
 class fp8_linear_layer {
     using storage = typename P::storage;
     using gradient_type = nn::gradient_t<P>;
-    using parameters_type = nn::detail::linear_parameters<storage, gradient_type, Place, In, Out>;
+    using parameters_type = nn::linear_parameters<storage, gradient_type, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using w_shape = Shape<Out, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;

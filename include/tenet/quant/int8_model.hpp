@@ -31,8 +31,7 @@
 namespace tenet::quant {
 namespace detail {
 
-using nn::detail::type_list;
-using nn::detail::unit_spec;
+using nn::type_list;
 
 template <class S>
 struct no_int8_form {
@@ -49,7 +48,7 @@ struct no_int8_form {
 };
 
 template <class Spec>
-using units_of = nn::detail::units_of<Spec, no_int8_form>;
+using units_of = nn::linear_units_t<Spec, no_int8_form>;
 
 constexpr std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 
@@ -57,7 +56,7 @@ constexpr std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 template <std::size_t Rows, class U, class Place>
 class int8_unit {
 public:
-    static constexpr std::size_t k = U::in, n = U::out, kp = round_up4(U::in), np = round_up4(U::out);
+    static constexpr std::size_t k = U::in_features, n = U::out_features, kp = round_up4(k), np = round_up4(n);
     static constexpr linalg::activation activation = U::activation;
     static constexpr std::size_t weight_bytes = n * k;  // i8
     // What defines the unit: int8 weights, f32 bias and weight scales, the input's scale and zero point.

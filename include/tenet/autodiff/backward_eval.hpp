@@ -275,7 +275,7 @@ TENET_HD void backward(const E& e, const Tape& tape, G g, Slots& slots)
 // expression's elements (variable_leaf_t); S...: the slot types (variable
 // I's compute type).
 template <class Forward, class Dy, class Variables, class... S>
-struct backward_eval {
+struct backward_eval : reads_evaluators<backward_eval<Forward, Dy, Variables, S...>> {
     using value_type = value_pack<S...>;
     using adjoint_type = typename Forward::value_type;
 
@@ -316,12 +316,8 @@ TENET_UNROLL
         return expression.template aligned<K>() && upstream.template aligned<K>() && all_aligned<K>(variables);
     }
 
-    template <class F>
-    void visit_leaves(F&& f, bool direct) const
-    {
-        expression.visit_leaves(f, direct);
-        upstream.visit_leaves(f, direct);
-    }
+    // the variables are leaves of the expression: visited there
+    auto reads() const { return make_value_pack(expression, upstream); }
 
     static constexpr std::size_t smallest_element = smallest_element_of<Forward, Dy>;
 
@@ -347,7 +343,7 @@ private:
 
 // One slot of a backward_eval, as an ordinary evaluator (gradient<I>).
 template <std::size_t I, class Backward>
-struct slot_eval {
+struct slot_eval : reads_evaluators<slot_eval<I, Backward>> {
     using value_type = std::remove_cvref_t<decltype(get<I>(std::declval<typename Backward::value_type>()))>;
     Backward backward;
 
@@ -361,16 +357,7 @@ struct slot_eval {
     {
         return get<I>(backward.template chunk<K>(i));
     }
-    template <std::size_t K>
-    bool aligned() const
-    {
-        return backward.template aligned<K>();
-    }
-    template <class F>
-    void visit_leaves(F&& f, bool direct) const
-    {
-        backward.visit_leaves(f, direct);
-    }
+    auto reads() const { return make_value_pack(backward); }
     static constexpr std::size_t smallest_element = Backward::smallest_element;
 };
 

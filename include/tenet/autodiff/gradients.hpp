@@ -142,7 +142,7 @@ auto prepare_backward(const E& e, const Dy& dy, Context& context, std::index_seq
     using variables = value_pack<variable_leaf<E, I>...>;
     return backward_eval<std::remove_const_t<decltype(forward)>, std::remove_const_t<decltype(upstream)>, variables,
                          slot_t<E, I>...>{
-        forward, upstream,
+        {}, forward, upstream,
         make_value_pack(variable_leaf<E, I>{static_cast<decltype(variable_leaf<E, I>::data)>(memory[I])}...)};
 }
 
@@ -213,7 +213,7 @@ struct gradient_expr {
     auto prepare(Context& context) const
     {
         const auto backward = prepare_backward(expression, upstream, context);
-        return slot_eval<I, std::remove_const_t<decltype(backward)>>{backward};
+        return slot_eval<I, std::remove_const_t<decltype(backward)>>{{}, backward};
     }
 };
 

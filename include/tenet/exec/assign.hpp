@@ -148,9 +148,11 @@ void assign(const Dst& destination, const Src& source)
             src_node.assign_into(dst, context);  // e.g. a reduction writes its result directly
         } else if (!detail::assignment_pattern<S>::assign(src_node, dst, context)) {
             auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
-            detail::check_operands(dst_eval, src_eval);
-            detail::run_elementwise<place>(detail::make_value_pack(dst_eval), detail::make_value_pack(src_eval),
-                                           context.stream());
+            if constexpr (detail::check_evaluator<decltype(src_eval)>()) {
+                detail::check_operands(dst_eval, src_eval);
+                detail::run_elementwise<place>(detail::make_value_pack(dst_eval), detail::make_value_pack(src_eval),
+                                               context.stream());
+            }
         }
     }
 }

@@ -12,7 +12,7 @@
 namespace tenet::detail {
 
 template <class Op, class... Evals>
-struct map_eval {
+struct map_eval : reads_evaluators<map_eval<Op, Evals...>> {
     Op op;
     value_pack<Evals...> operands;
 
@@ -30,17 +30,7 @@ struct map_eval {
         return apply_chunk<K>(i, std::index_sequence_for<Evals...>{});
     }
 
-    template <std::size_t K>
-    bool aligned() const
-    {
-        return detail::all_aligned<K>(operands);
-    }
-
-    template <class F>
-    void visit_leaves(F&& f, bool direct) const
-    {
-        visit_all(f, direct, std::index_sequence_for<Evals...>{});
-    }
+    const value_pack<Evals...>& reads() const { return operands; }
 
     static constexpr std::size_t smallest_element = smallest_element_of<Evals...>;
 
@@ -60,12 +50,6 @@ TENET_UNROLL
         for (std::size_t k = 0; k < K; ++k) r[k] = op(get<I>(inputs)[k]...);
         return r;
     }
-
-    template <class F, std::size_t... I>
-    void visit_all(F& f, bool direct, std::index_sequence<I...>) const
-    {
-        (get<I>(operands).visit_leaves(f, direct), ...);
-    }
 };
 
 template <class Op, class... Operands>
@@ -84,7 +68,7 @@ struct map_expr {
     {
         return std::apply(
             [&](const auto&... operand) {
-                return map_eval<Op, decltype(operand.prepare(context))...>{op, make_value_pack(operand.prepare(context)...)};
+                return map_eval<Op, decltype(operand.prepare(context))...>{{}, op, make_value_pack(operand.prepare(context)...)};
             },
             operands);
     }

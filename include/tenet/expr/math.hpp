@@ -23,6 +23,7 @@
 #endif
 
 namespace tenet::math {
+namespace detail {
 
 #if TENET_HOST_VECTOR_MATH
 namespace vector_libm {
@@ -62,30 +63,32 @@ using ::cos, ::cosf, ::erf, ::erff, ::exp, ::exp2, ::exp2f, ::expf, ::expm1, ::e
 template <class T>
 inline constexpr bool is_single = std::is_same_v<T, float>;
 
-template <class T> TENET_HD T exp(T x) { if constexpr (is_single<T>) return impl::expf(x); else return impl::exp(x); }
-template <class T> TENET_HD T exp2(T x) { if constexpr (is_single<T>) return impl::exp2f(x); else return impl::exp2(x); }
-template <class T> TENET_HD T expm1(T x) { if constexpr (is_single<T>) return impl::expm1f(x); else return impl::expm1(x); }
-template <class T> TENET_HD T log(T x) { if constexpr (is_single<T>) return impl::logf(x); else return impl::log(x); }
-template <class T> TENET_HD T log2(T x) { if constexpr (is_single<T>) return impl::log2f(x); else return impl::log2(x); }
-template <class T> TENET_HD T log1p(T x) { if constexpr (is_single<T>) return impl::log1pf(x); else return impl::log1p(x); }
-template <class T> TENET_HD T sin(T x) { if constexpr (is_single<T>) return impl::sinf(x); else return impl::sin(x); }
-template <class T> TENET_HD T cos(T x) { if constexpr (is_single<T>) return impl::cosf(x); else return impl::cos(x); }
-template <class T> TENET_HD T tanh(T x) { if constexpr (is_single<T>) return impl::tanhf(x); else return impl::tanh(x); }
-template <class T> TENET_HD T erf(T x) { if constexpr (is_single<T>) return impl::erff(x); else return impl::erf(x); }
-template <class T> TENET_HD T pow(T x, T y) { if constexpr (is_single<T>) return impl::powf(x, y); else return impl::pow(x, y); }
+}  // namespace detail
+
+template <class T> TENET_HD T exp(T x) { if constexpr (detail::is_single<T>) return detail::impl::expf(x); else return detail::impl::exp(x); }
+template <class T> TENET_HD T exp2(T x) { if constexpr (detail::is_single<T>) return detail::impl::exp2f(x); else return detail::impl::exp2(x); }
+template <class T> TENET_HD T expm1(T x) { if constexpr (detail::is_single<T>) return detail::impl::expm1f(x); else return detail::impl::expm1(x); }
+template <class T> TENET_HD T log(T x) { if constexpr (detail::is_single<T>) return detail::impl::logf(x); else return detail::impl::log(x); }
+template <class T> TENET_HD T log2(T x) { if constexpr (detail::is_single<T>) return detail::impl::log2f(x); else return detail::impl::log2(x); }
+template <class T> TENET_HD T log1p(T x) { if constexpr (detail::is_single<T>) return detail::impl::log1pf(x); else return detail::impl::log1p(x); }
+template <class T> TENET_HD T sin(T x) { if constexpr (detail::is_single<T>) return detail::impl::sinf(x); else return detail::impl::sin(x); }
+template <class T> TENET_HD T cos(T x) { if constexpr (detail::is_single<T>) return detail::impl::cosf(x); else return detail::impl::cos(x); }
+template <class T> TENET_HD T tanh(T x) { if constexpr (detail::is_single<T>) return detail::impl::tanhf(x); else return detail::impl::tanh(x); }
+template <class T> TENET_HD T erf(T x) { if constexpr (detail::is_single<T>) return detail::impl::erff(x); else return detail::impl::erf(x); }
+template <class T> TENET_HD T pow(T x, T y) { if constexpr (detail::is_single<T>) return detail::impl::powf(x, y); else return detail::impl::pow(x, y); }
 
 // sqrt and fabs are single instructions; g++ vectorises sqrt only without
 // errno (-fno-math-errno).
-template <class T> TENET_HD T sqrt(T x) { if constexpr (is_single<T>) return ::sqrtf(x); else return ::sqrt(x); }
-template <class T> TENET_HD T fabs(T x) { if constexpr (is_single<T>) return ::fabsf(x); else return ::fabs(x); }
-template <class T> TENET_HD T fmod(T x, T y) { if constexpr (is_single<T>) return ::fmodf(x, y); else return ::fmod(x, y); }
-template <class T> TENET_HD T trunc(T x) { if constexpr (is_single<T>) return ::truncf(x); else return ::trunc(x); }
+template <class T> TENET_HD T sqrt(T x) { if constexpr (detail::is_single<T>) return ::sqrtf(x); else return ::sqrt(x); }
+template <class T> TENET_HD T fabs(T x) { if constexpr (detail::is_single<T>) return ::fabsf(x); else return ::fabs(x); }
+template <class T> TENET_HD T fmod(T x, T y) { if constexpr (detail::is_single<T>) return ::fmodf(x, y); else return ::fmod(x, y); }
+template <class T> TENET_HD T trunc(T x) { if constexpr (detail::is_single<T>) return ::truncf(x); else return ::trunc(x); }
 
 template <class T>
 TENET_HD T rsqrt(T x)
 {
 #if TENET_DEVICE_PASS
-    if constexpr (is_single<T>) return ::rsqrtf(x);
+    if constexpr (detail::is_single<T>) return ::rsqrtf(x);
     else return ::rsqrt(x);
 #else
     return T(1) / sqrt(x);

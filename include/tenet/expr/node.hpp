@@ -80,6 +80,43 @@ struct pack_traits;
 template <class... T>
 struct pack_traits<value_pack<T...>> {
     static constexpr std::size_t smallest_element = smallest_element_of<T...>;
+    static constexpr bool evaluators = (check_evaluator<T>() && ...);
+};
+
+// What evaluators that read other evaluators repeat, written once (the part
+// MatX's BaseOp plays): Derived gives reads(), a value_pack of the
+// evaluators it reads, and gets
+//   aligned<K>()             every one of them allows vector chunks, and
+//   visit_leaves(f, direct)  each one's leaves, passing direct on -- or
+//                            false when Derived::reads_at_own_index is
+//                            false (it reads them at other indices).
+// Derived's own aligned() or visit_leaves(), where it has one, hides these.
+template <class Derived>
+struct reads_evaluators {
+    template <std::size_t K>
+    bool aligned() const
+    {
+        return all_aligned<K>(self().reads());
+    }
+
+    template <class F>
+    void visit_leaves(F&& f, bool direct) const
+    {
+        const auto& operands = self().reads();
+        using pack = std::remove_cvref_t<decltype(operands)>;
+        if constexpr (requires { Derived::reads_at_own_index; }) direct = direct && Derived::reads_at_own_index;
+        if constexpr (pack_traits<pack>::evaluators)  // else one tenet: line names what an operand misses
+            visit_each(operands, f, direct, std::make_index_sequence<pack::size>{});
+    }
+
+private:
+    const Derived& self() const { return static_cast<const Derived&>(*this); }
+
+    template <class Pack, class F, std::size_t... I>
+    static void visit_each(const Pack& operands, F& f, bool direct, std::index_sequence<I...>)
+    {
+        (get<I>(operands).visit_leaves(f, direct), ...);
+    }
 };
 
 }  // namespace tenet::detail

@@ -10,7 +10,7 @@
 namespace tenet::detail {
 
 template <class Eval, class L>
-struct remap_eval {
+struct remap_eval : reads_evaluators<remap_eval<Eval, L>> {
     using value_type = typename Eval::value_type;
     using map = index_map<L>;
     Eval operand;
@@ -30,10 +30,7 @@ struct remap_eval {
         } else if constexpr (access == chunk_access::uniform) {
             return splat<K>(at(i));
         } else {
-            vec<value_type, K> r;
-TENET_UNROLL
-            for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
-            return r;
+            return chunk_by_elements<K>(*this, i);
         }
     }
 
@@ -44,11 +41,8 @@ TENET_UNROLL
     }
 
     // Leaves below a re-indexing view are not read at the destination's index.
-    template <class F>
-    void visit_leaves(F&& f, bool direct) const
-    {
-        operand.visit_leaves(f, direct && map::contiguous && L::offset == 0);
-    }
+    static constexpr bool reads_at_own_index = map::contiguous && L::offset == 0;
+    auto reads() const { return make_value_pack(operand); }
 
     static constexpr std::size_t smallest_element = Eval::smallest_element;
 };
@@ -64,7 +58,7 @@ struct remap_expr {
     auto prepare(Context& context) const
     {
         using operand_eval = decltype(operand.prepare(context));
-        return remap_eval<operand_eval, L>{operand.prepare(context)};
+        return remap_eval<operand_eval, L>{{}, operand.prepare(context)};
     }
 };
 

@@ -25,7 +25,7 @@ constexpr std::size_t relu_mask_row_bytes(std::size_t n) { return relu_mask_row_
 
 // Byte i of the mask from the pre-activation (row-major [M, N]).
 template <class Eval, std::size_t N, std::size_t RowBytes>
-struct relu_mask_pack_eval {
+struct relu_mask_pack_eval : ::tenet::detail::reads_evaluators<relu_mask_pack_eval<Eval, N, RowBytes>> {
     using value_type = i8;
     Eval pre;
 
@@ -43,10 +43,7 @@ TENET_UNROLL
     template <std::size_t K, class Index>
     TENET_HD ::tenet::detail::vec<i8, K> chunk(Index i) const
     {
-        ::tenet::detail::vec<i8, K> r;
-TENET_UNROLL
-        for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
-        return r;
+        return ::tenet::detail::chunk_by_elements<K>(*this, i);
     }
 
     template <std::size_t K>
@@ -55,11 +52,8 @@ TENET_UNROLL
         return true;
     }
 
-    template <class F>
-    void visit_leaves(F&& f, bool) const
-    {
-        pre.visit_leaves(f, false);  // read at other indices than the byte written
-    }
+    static constexpr bool reads_at_own_index = false;  // 8 elements per byte written
+    auto reads() const { return ::tenet::detail::make_value_pack(pre); }
 
     static constexpr std::size_t smallest_element = Eval::smallest_element;
 };
@@ -77,7 +71,7 @@ struct relu_mask_pack_expr {
     auto prepare(Context& context) const
     {
         using eval = decltype(pre.prepare(context));
-        return relu_mask_pack_eval<eval, cols, RowBytes>{pre.prepare(context)};
+        return relu_mask_pack_eval<eval, cols, RowBytes>{{}, pre.prepare(context)};
     }
 };
 
@@ -108,10 +102,7 @@ struct relu_mask_read_eval {
     template <std::size_t K, class Index>
     TENET_HD ::tenet::detail::vec<f32, K> chunk(Index i) const
     {
-        ::tenet::detail::vec<f32, K> r;
-TENET_UNROLL
-        for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
-        return r;
+        return ::tenet::detail::chunk_by_elements<K>(*this, i);
     }
 
     template <std::size_t K>

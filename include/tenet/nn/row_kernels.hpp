@@ -87,7 +87,7 @@ using greatest = reductions::extreme<A, true>;
 // Several inputs of one shape read together: element i is the vector of
 // their values at i, in the accumulate type A.
 template <class A, class... E>
-struct zip_eval {
+struct zip_eval : reads_evaluators<zip_eval<A, E...>> {
     using scalar = A;
     using value_type = vec<A, sizeof...(E)>;
     static constexpr std::size_t channels = sizeof...(E);
@@ -106,17 +106,7 @@ struct zip_eval {
         return chunk_all<K>(i, std::index_sequence_for<E...>{});
     }
 
-    template <std::size_t K>
-    bool aligned() const
-    {
-        return all_aligned<K>(parts);
-    }
-
-    template <class F>
-    void visit_leaves(F&& f, bool direct) const
-    {
-        visit_all(f, direct, std::index_sequence_for<E...>{});
-    }
+    const value_pack<E...>& reads() const { return parts; }
 
     static constexpr std::size_t smallest_element = smallest_element_of<E...>;
 
@@ -136,18 +126,12 @@ TENET_UNROLL
         for (std::size_t k = 0; k < K; ++k) r[k] = value_type{{convert<A>(get<I>(loaded)[k])...}};
         return r;
     }
-
-    template <class F, std::size_t... I>
-    void visit_all(F& f, bool direct, std::index_sequence<I...>) const
-    {
-        (get<I>(parts).visit_leaves(f, direct), ...);
-    }
 };
 
 template <class A, class... E>
 zip_eval<A, E...> zip(const E&... evaluators)
 {
-    return {make_value_pack(evaluators...)};
+    return {{}, make_value_pack(evaluators...)};
 }
 
 // How a row is split: Team threads per row, each taking chunks of Vector

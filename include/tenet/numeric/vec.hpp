@@ -25,4 +25,14 @@ TENET_UNROLL
     return r;
 }
 
+// chunk<K>(i) of an evaluator without vector loads there: K calls of at().
+template <std::size_t K, class E, class Index>
+TENET_HD vec<typename E::value_type, K> chunk_by_elements(const E& e, Index i)
+{
+    vec<typename E::value_type, K> r;
+TENET_UNROLL
+    for (std::size_t k = 0; k < K; ++k) r[k] = e.at(static_cast<Index>(i + k));
+    return r;
+}
+
 }  // namespace tenet::detail

@@ -3,13 +3,25 @@
 //   E::shape       Shape<...> of its value
 //   E::value_type  the compute type of its elements (f32 for 16-bit floats)
 //   E::place       Host, HostPinned, Device, or AnyPlace (scalars, generators)
-//   e.prepare(ctx) the evaluator: a trivially copyable object, passed by value
-//                  into a kernel, with
-//                    at(i)        element i (row-major linear index), and
-//                    chunk<K>(i)  elements i..i+K-1 (i a multiple of K),
-//                                 using vector loads where the layout allows.
+//   e.prepare(ctx) its evaluator (below); `evaluable<E, Context>` checks it
 // User-facing nodes may own things (a moved-in Tensor); evaluators own
 // nothing: they hold pointers and static layouts only.
+//
+// The evaluator protocol: a trivially copyable object, passed by value into
+// a kernel, with
+//   value_type         what at() returns
+//   at(i)              element i (row-major linear index)
+//   chunk<K>(i)        elements i..i+K-1 (i a multiple of K), a vec<value_type,
+//                      K>, with vector loads where the layout allows
+//   aligned<K>()       host side, before a launch: may chunk<K> use vector
+//                      accesses here (the pointers are aligned)?
+//   visit_leaves(f, direct)  host side: f(leaf, direct) for every tensor leaf
+//                      it reads; direct is false for leaves read at another
+//                      index than the element written (aliasing checks)
+//   smallest_element   the smallest element it loads (sets the chunk length)
+// Evaluators that read other evaluators get aligned and visit_leaves from
+// detail::reads_evaluators (expr/node.hpp), which checks their operands
+// against this concept.
 #pragma once
 
 #include "../numeric/traits.hpp"
@@ -26,6 +38,73 @@ concept expression = requires {
     typename E::value_type;
     typename E::place;
 } && shape_type<typename E::shape>;
+
+namespace detail {
+
+// A visitor that accepts any leaf (what `evaluator` calls visit_leaves with).
+struct any_leaf_visitor {
+    template <class Leaf>
+    void operator()(const Leaf&, bool) const
+    {
+    }
+};
+
+// The evaluator requirements, one per member (the concept and the checks
+// below both use them).
+template <class E>
+concept evaluator_value = requires { typename E::value_type; };
+template <class E>
+concept evaluator_reads_elements = requires(const E& e, std::size_t i) { e.at(i); };
+template <class E>
+concept evaluator_reads_chunks = requires(const E& e, std::size_t i) { e.template chunk<2>(i); };
+template <class E>
+concept evaluator_knows_alignment = requires(const E& e) {
+    { e.template aligned<2>() } -> std::convertible_to<bool>;
+};
+template <class E>
+concept evaluator_lists_leaves = requires(const E& e, bool direct) { e.visit_leaves(any_leaf_visitor{}, direct); };
+template <class E>
+concept evaluator_sizes_chunks = requires {
+    { E::smallest_element } -> std::convertible_to<std::size_t>;
+};
+
+}  // namespace detail
+
+template <class E>
+concept evaluator = std::is_trivially_copyable_v<E> && detail::evaluator_value<E> &&
+                    detail::evaluator_reads_elements<E> && detail::evaluator_reads_chunks<E> &&
+                    detail::evaluator_knows_alignment<E> && detail::evaluator_lists_leaves<E> &&
+                    detail::evaluator_sizes_chunks<E>;
+
+namespace detail {
+
+// One tenet: line naming what an evaluator misses; true (nothing more to
+// report at the caller) either way.
+template <class E>
+constexpr bool check_evaluator()
+{
+    static_assert(std::is_trivially_copyable_v<E>,
+                  "tenet: evaluator: must be trivially copyable (it is passed by value into kernels; hold pointers, "
+                  "not Tensors)");
+    static_assert(evaluator_value<E>, "tenet: evaluator: needs value_type (what at(i) returns)");
+    static_assert(evaluator_reads_elements<E>, "tenet: evaluator: needs at(i), element i (row-major)");
+    static_assert(evaluator_reads_chunks<E>,
+                  "tenet: evaluator: needs chunk<K>(i), elements i..i+K-1 as a vec<value_type, K>");
+    static_assert(evaluator_knows_alignment<E>, "tenet: evaluator: needs aligned<K>() -> bool");
+    static_assert(evaluator_lists_leaves<E>,
+                  "tenet: evaluator: needs visit_leaves(f, direct), calling f(leaf, direct) for each tensor it reads");
+    static_assert(evaluator_sizes_chunks<E>,
+                  "tenet: evaluator: needs static constexpr std::size_t smallest_element");
+    return evaluator<E>;
+}
+
+}  // namespace detail
+
+// E is an expression whose prepare(context) gives an evaluator.
+template <class E, class Context>
+concept evaluable = expression<E> && requires(const E& e, Context& context) {
+    { e.prepare(context) } -> evaluator;
+};
 
 // Plain numbers usable as scalar operands (x * 0.5f, 2 + x).
 template <class S>

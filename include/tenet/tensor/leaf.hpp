@@ -43,8 +43,7 @@ TENET_UNROLL
         } else if constexpr (access == chunk_access::uniform) {
             r = splat<K>(at(i));
         } else {
-TENET_UNROLL
-            for (std::size_t k = 0; k < K; ++k) r[k] = at(static_cast<Index>(i + k));
+            r = chunk_by_elements<K>(*this, i);
         }
         return r;
     }

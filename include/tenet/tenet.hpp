@@ -34,12 +34,13 @@
 
 #include "reduce/reduce.hpp"
 
+#include "rowwise/rowwise.hpp"
+
 #include "linalg/linalg.hpp"
 
 #include "autodiff/autodiff.hpp"
 
 #include "nn/layers.hpp"
-#include "nn/row_ops.hpp"
 #include "profile/profile.hpp"
 #include "train/train.hpp"
 #include "prune/prune.hpp"

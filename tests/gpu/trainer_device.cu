@@ -5,6 +5,7 @@
 // batches: padding rows holding NaN/inf change nothing; NaN gradients, bad
 // labels and bad masks are counted and skipped on request.
 #include "device_testing.hpp"
+#include "user_losses.hpp"
 
 #include <tenet/train/train.hpp>
 
@@ -296,17 +297,6 @@ TEST_CASE("gpu trainer: check_batches rejects a bad batch before anything change
 
 namespace {
 
-// A user's loss built from tenet's operators (see tests/host/losses.cpp).
-struct huber {
-    float delta = 1.0f;
-    template <class P, class T>
-    auto operator()(const P& p, const T& t) const
-    {
-        const auto d = abs(p - t);
-        return where(d <= delta, 0.5f * d * d, delta * (d - 0.5f * delta));
-    }
-};
-
 template <class Place>
 using regressor_t = nn::model<nn::Sequential<nn::Linear<40, 64>, nn::Tanh, nn::Linear<64, 3>>, fp32, Shape<32, 40>, Place>;
 
@@ -353,5 +343,5 @@ void check_regression(Loss loss)
 TEST_CASE("gpu trainer: mean squared error and a user's elementwise loss train as on the host")
 {
     check_regression(train::mean_squared_error{});
-    check_regression(train::elementwise_loss{huber{1.0f}});
+    check_regression(train::elementwise_loss{user::huber{1.0f}});
 }

@@ -5,6 +5,7 @@
 // train::optimizer save and load on their own, and a hand-written loop
 // resumed from their files continues exactly.
 #include "tensor_testing.hpp"
+#include "user_losses.hpp"
 
 #include <tenet/nn/layers.hpp>
 #include <tenet/train/trainer.hpp>
@@ -21,30 +22,6 @@
 using namespace tenet;
 namespace nn = tenet::nn;
 namespace train = tenet::train;
-
-namespace user {
-
-// The Huber loss of one element, written with tenet's operators: autodiff
-// differentiates it (the gradient is clamp(p - t, -delta, delta)).
-struct huber {
-    float delta = 1.0f;
-    template <class P, class T>
-    auto operator()(const P& p, const T& t) const
-    {
-        const auto d = abs(p - t);
-        return where(d <= delta, 0.5f * d * d, delta * (d - 0.5f * delta));
-    }
-};
-
-struct squared {
-    template <class P, class T>
-    auto operator()(const P& p, const T& t) const
-    {
-        return (p - t) * (p - t);
-    }
-};
-
-}  // namespace user
 
 namespace {
 

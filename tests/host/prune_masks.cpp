@@ -7,7 +7,7 @@
 
 #include <tenet/prune/magnitude.hpp>
 #include <tenet/prune/report.hpp>
-#include <tenet/prune/schedule.hpp>
+#include <tenet/prune/sparsity_schedule.hpp>
 #include <tenet/prune/structured.hpp>
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // PyTorch printed; early stopping on hand-made metric sequences.
 #include <doctest/doctest.h>
 #include <tenet/train/early_stopping.hpp>
-#include <tenet/train/schedule.hpp>
+#include <tenet/train/lr_schedule.hpp>
 
 #include <algorithm>
 #include <cmath>

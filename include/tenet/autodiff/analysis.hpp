@@ -167,7 +167,7 @@ struct broadcast_axes {
 template <class Part, class N>
 auto broadcast_sum(const N& node)
 {
-    return reduce_expr<reductions::sum, N, typename broadcast_axes<Part, typename N::shape>::type, false>{node};
+    return reduce_expr<reductions::sum, N, typename broadcast_axes<Part, typename N::shape>::type, false>{{}, node};
 }
 
 }  // namespace tenet::detail::ad

@@ -220,20 +220,12 @@ struct gradient_expr {
 // gradient<I>(e, dy) of a broadcast variable: the contributions summed over
 // the broadcast axes, straight into a destination or into a scratch tensor.
 template <std::size_t I, class E, class Dy>
-struct summed_gradient_expr {
+struct summed_gradient_expr : materialises<summed_gradient_expr<I, E, Dy>> {
     using shape = typename variable_t<E, I>::shape;
     using value_type = slot_t<E, I>;
     using place = combined_places_t<typename E::place, typename Dy::place>;
 
     gradient_expr<I, E, Dy, typename E::shape> contributions;
-
-    template <class Context>
-    auto prepare(Context& context) const
-    {
-        auto& scratch = context.template scratch<value_type, shape>();
-        assign_into(scratch.view(), context);
-        return scratch.prepare(context);
-    }
 
     template <class Dst, class Context>
     void assign_into(const Dst& destination, Context& context) const
@@ -389,7 +381,7 @@ auto gradient(E&& e, Dy&& dy)
             using S = std::conditional_t<broadcast, typename N::shape, typename detail::ad::variable_t<N, I>::shape>;
             detail::ad::gradient_expr<I, N, B, S> g{detail::as_node(std::forward<E>(e)),
                                                     detail::broadcast_node<typename N::shape>(std::move(upstream))};
-            if constexpr (broadcast) return detail::ad::summed_gradient_expr<I, N, B>{g};
+            if constexpr (broadcast) return detail::ad::summed_gradient_expr<I, N, B>{{}, g};
             else return g;
         } else {
             return detail::failed_expression{};

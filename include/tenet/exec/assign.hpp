@@ -77,16 +77,24 @@ constexpr bool check_assignment()
     return distinct_ok && writable_ok && shapes_ok && places_ok;
 }
 
-// Right-hand sides another layer evaluates its own way: linalg/ specialises
-// this for relu(matmul(x, w) + b) and its kin (one GEMM with a fused
-// epilogue). Its assign returns false to decline (the default): the
-// expression is then evaluated elementwise as usual.
+// The one hook for right-hand sides evaluated their own way. By default a
+// node with assign_into (detail::materialises: a reduction, a row op, a
+// GEMM) writes straight into a destination of its shape; linalg/
+// specialises this for relu(matmul(x, w) + b) and its kin (one GEMM with a
+// fused epilogue). assign returns false to decline: the expression is then
+// evaluated elementwise as usual.
 template <class Src>
 struct assignment_pattern {
     template <class Dst, class Context>
-    static bool assign(const Src&, const Dst&, Context&)
+    static bool assign(const Src& source, const Dst& destination, Context& context)
     {
-        return false;
+        if constexpr (requires { source.assign_into(destination, context); } &&
+                      std::is_same_v<typename Src::shape, typename Dst::shape>) {
+            source.assign_into(destination, context);
+            return true;
+        } else {
+            return false;
+        }
     }
 };
 
@@ -143,10 +151,7 @@ void assign(const Dst& destination, const Src& source)
         detail::exec_context<place> context(current_stream());
         auto dst_eval = dst.prepare(context);
         detail::require_memory(dst_eval);
-        if constexpr (requires { src_node.assign_into(dst, context); } &&
-                      std::is_same_v<typename S::shape, typename D::shape>) {
-            src_node.assign_into(dst, context);  // e.g. a reduction writes its result directly
-        } else if (!detail::assignment_pattern<S>::assign(src_node, dst, context)) {
+        if (!detail::assignment_pattern<S>::assign(src_node, dst, context)) {
             auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
             if constexpr (detail::check_evaluator<decltype(src_eval)>()) {
                 detail::check_operands(dst_eval, src_eval);

@@ -289,138 +289,29 @@ struct relu {
     }
 };
 
-// Math functions compute in f32 (f64 for f64 operands), whatever the storage.
-struct exp {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("exp"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::exp(x));
-        });
-    }
-};
-
-struct exp2 {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("exp2"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::exp2(x));
-        });
-    }
-};
-
-struct expm1 {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("expm1"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::expm1(x));
-        });
-    }
-};
-
-struct log {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("log"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::log(x));
-        });
-    }
-};
-
-struct log2 {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("log2"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::log2(x));
-        });
-    }
-};
-
-struct log1p {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("log1p"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::log1p(x));
-        });
-    }
-};
-
-struct sqrt {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("sqrt"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::sqrt(x));
-        });
-    }
-};
-
-struct rsqrt {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("rsqrt"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::rsqrt(x));
-        });
-    }
-};
-
-struct sin {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("sin"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::sin(x));
-        });
-    }
-};
-
-struct cos {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("cos"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::cos(x));
-        });
-    }
-};
-
-struct tanh {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("tanh"); }
-    template <class A>
-    TENET_HD auto operator()(A a) const
-    {
-        return detail::floating(a, [](auto x) {
-            using T = decltype(x);
-            return static_cast<T>(math::tanh(x));
-        });
-    }
-};
+// Math functions compute in f32 (f64 for f64 operands), whatever the storage:
+// ops::f applies math::f.
+#define TENET_MATH_FUNCTOR(f)                                                                        \
+    struct f {                                                                                       \
+        static constexpr auto name() { return ::tenet::detail::fixed_string(#f); }                   \
+        template <class A>                                                                           \
+        TENET_HD auto operator()(A a) const                                                          \
+        {                                                                                            \
+            return detail::floating(a, [](auto x) { return static_cast<decltype(x)>(math::f(x)); }); \
+        }                                                                                            \
+    };
+TENET_MATH_FUNCTOR(exp)
+TENET_MATH_FUNCTOR(exp2)
+TENET_MATH_FUNCTOR(expm1)
+TENET_MATH_FUNCTOR(log)
+TENET_MATH_FUNCTOR(log2)
+TENET_MATH_FUNCTOR(log1p)
+TENET_MATH_FUNCTOR(sqrt)
+TENET_MATH_FUNCTOR(rsqrt)
+TENET_MATH_FUNCTOR(sin)
+TENET_MATH_FUNCTOR(cos)
+TENET_MATH_FUNCTOR(tanh)
+#undef TENET_MATH_FUNCTOR
 
 struct sigmoid {
     static constexpr auto name() { return ::tenet::detail::fixed_string("sigmoid"); }

@@ -83,6 +83,23 @@ struct pack_traits<value_pack<T...>> {
     static constexpr bool evaluators = (check_evaluator<T>() && ...);
 };
 
+// Nodes that compute their value with work of their own (a reduction, a row
+// op, a GEMM, a broadcast variable's summed gradient) derive from this.
+// Derived writes its value with assign_into(destination, context), which
+// assign() calls straight into a destination of its shape; inside a larger
+// expression prepare() materialises it once into a scratch tensor of the
+// context (freed after the assignment's work is queued) and reads that.
+template <class Derived>
+struct materialises {
+    template <class Context>
+    auto prepare(Context& context) const
+    {
+        auto& scratch = context.template scratch<typename Derived::value_type, typename Derived::shape>();
+        static_cast<const Derived&>(*this).assign_into(scratch.view(), context);
+        return std::as_const(scratch).prepare(context);
+    }
+};
+
 // What evaluators that read other evaluators repeat, written once (the part
 // MatX's BaseOp plays): Derived gives reads(), a value_pack of the
 // evaluators it reads, and gets

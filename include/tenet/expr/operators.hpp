@@ -120,93 +120,70 @@ auto make_binary(A&& a, B&& b)
 
 }  // namespace detail
 
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator+(A&& a, B&& b) { return detail::make_binary<ops::plus>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator-(A&& a, B&& b) { return detail::make_binary<ops::minus>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator*(A&& a, B&& b) { return detail::make_binary<ops::multiplies>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator/(A&& a, B&& b) { return detail::make_binary<ops::divides>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator%(A&& a, B&& b) { return detail::make_binary<ops::fmod>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator<(A&& a, B&& b) { return detail::make_binary<ops::less>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator<=(A&& a, B&& b) { return detail::make_binary<ops::less_equal>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator>(A&& a, B&& b) { return detail::make_binary<ops::greater>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator>=(A&& a, B&& b) { return detail::make_binary<ops::greater_equal>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator==(A&& a, B&& b) { return detail::make_binary<ops::equal_to>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto operator!=(A&& a, B&& b) { return detail::make_binary<ops::not_equal_to>(std::forward<A>(a), std::forward<B>(b)); }
+// The operators and named functions of two operands (expressions or a plain
+// number beside an expression), each one fused node: name, then its functor.
+#define TENET_BINARY_FUNCTION(name, op)                                              \
+    template <class A, class B>                                                      \
+        requires detail::binary_operands<A, B>                                       \
+    auto name(A&& a, B&& b)                                                          \
+    {                                                                                \
+        return detail::make_binary<ops::op>(std::forward<A>(a), std::forward<B>(b)); \
+    }
+TENET_BINARY_FUNCTION(operator+, plus)
+TENET_BINARY_FUNCTION(operator-, minus)
+TENET_BINARY_FUNCTION(operator*, multiplies)
+TENET_BINARY_FUNCTION(operator/, divides)
+TENET_BINARY_FUNCTION(operator%, fmod)
+TENET_BINARY_FUNCTION(operator<, less)
+TENET_BINARY_FUNCTION(operator<=, less_equal)
+TENET_BINARY_FUNCTION(operator>, greater)
+TENET_BINARY_FUNCTION(operator>=, greater_equal)
+TENET_BINARY_FUNCTION(operator==, equal_to)
+TENET_BINARY_FUNCTION(operator!=, not_equal_to)
 
-template <class A, class B> requires detail::binary_operands<A, B>
-auto min(A&& a, B&& b) { return detail::make_binary<ops::minimum>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto max(A&& a, B&& b) { return detail::make_binary<ops::maximum>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto fmod(A&& a, B&& b) { return detail::make_binary<ops::fmod>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto pow(A&& a, B&& b) { return detail::make_binary<ops::power>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto logical_and(A&& a, B&& b) { return detail::make_binary<ops::logical_and>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto logical_or(A&& a, B&& b) { return detail::make_binary<ops::logical_or>(std::forward<A>(a), std::forward<B>(b)); }
-template <class A, class B> requires detail::binary_operands<A, B>
-auto logical_xor(A&& a, B&& b) { return detail::make_binary<ops::logical_xor>(std::forward<A>(a), std::forward<B>(b)); }
+TENET_BINARY_FUNCTION(min, minimum)
+TENET_BINARY_FUNCTION(max, maximum)
+TENET_BINARY_FUNCTION(fmod, fmod)
+TENET_BINARY_FUNCTION(pow, power)
+TENET_BINARY_FUNCTION(logical_and, logical_and)
+TENET_BINARY_FUNCTION(logical_or, logical_or)
+TENET_BINARY_FUNCTION(logical_xor, logical_xor)
+#undef TENET_BINARY_FUNCTION
 
-template <class E> requires expression<std::decay_t<E>>
-auto operator-(E&& e) { return detail::make_map(ops::negate{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto operator!(E&& e) { return detail::make_map(ops::logical_not{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto logical_not(E&& e) { return detail::make_map(ops::logical_not{}, std::forward<E>(e)); }
-
-template <class E> requires expression<std::decay_t<E>>
-auto abs(E&& e) { return detail::make_map(ops::absolute{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto sign(E&& e) { return detail::make_map(ops::sign{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto square(E&& e) { return detail::make_map(ops::square{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto reciprocal(E&& e) { return detail::make_map(ops::reciprocal{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto exp(E&& e) { return detail::make_map(ops::exp{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto exp2(E&& e) { return detail::make_map(ops::exp2{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto expm1(E&& e) { return detail::make_map(ops::expm1{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto log(E&& e) { return detail::make_map(ops::log{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto log2(E&& e) { return detail::make_map(ops::log2{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto log1p(E&& e) { return detail::make_map(ops::log1p{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto sqrt(E&& e) { return detail::make_map(ops::sqrt{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto rsqrt(E&& e) { return detail::make_map(ops::rsqrt{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto sin(E&& e) { return detail::make_map(ops::sin{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto cos(E&& e) { return detail::make_map(ops::cos{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto tanh(E&& e) { return detail::make_map(ops::tanh{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto sigmoid(E&& e) { return detail::make_map(ops::sigmoid{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto relu(E&& e) { return detail::make_map(ops::relu{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto silu(E&& e) { return detail::make_map(ops::silu{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto gelu(E&& e) { return detail::make_map(ops::gelu{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto gelu_tanh(E&& e) { return detail::make_map(ops::gelu_tanh{}, std::forward<E>(e)); }
-template <class E> requires expression<std::decay_t<E>>
-auto softplus(E&& e) { return detail::make_map(ops::softplus{}, std::forward<E>(e)); }
+// The operators and named functions of one expression, each one fused node:
+// name, then its functor.
+#define TENET_UNARY_FUNCTION(name, op)                          \
+    template <class E>                                          \
+        requires expression<std::decay_t<E>>                    \
+    auto name(E&& e)                                            \
+    {                                                           \
+        return detail::make_map(ops::op{}, std::forward<E>(e)); \
+    }
+TENET_UNARY_FUNCTION(operator-, negate)
+TENET_UNARY_FUNCTION(operator!, logical_not)
+TENET_UNARY_FUNCTION(logical_not, logical_not)
+TENET_UNARY_FUNCTION(abs, absolute)
+TENET_UNARY_FUNCTION(sign, sign)
+TENET_UNARY_FUNCTION(square, square)
+TENET_UNARY_FUNCTION(reciprocal, reciprocal)
+TENET_UNARY_FUNCTION(exp, exp)
+TENET_UNARY_FUNCTION(exp2, exp2)
+TENET_UNARY_FUNCTION(expm1, expm1)
+TENET_UNARY_FUNCTION(log, log)
+TENET_UNARY_FUNCTION(log2, log2)
+TENET_UNARY_FUNCTION(log1p, log1p)
+TENET_UNARY_FUNCTION(sqrt, sqrt)
+TENET_UNARY_FUNCTION(rsqrt, rsqrt)
+TENET_UNARY_FUNCTION(sin, sin)
+TENET_UNARY_FUNCTION(cos, cos)
+TENET_UNARY_FUNCTION(tanh, tanh)
+TENET_UNARY_FUNCTION(sigmoid, sigmoid)
+TENET_UNARY_FUNCTION(relu, relu)
+TENET_UNARY_FUNCTION(silu, silu)
+TENET_UNARY_FUNCTION(gelu, gelu)
+TENET_UNARY_FUNCTION(gelu_tanh, gelu_tanh)
+TENET_UNARY_FUNCTION(softplus, softplus)
+#undef TENET_UNARY_FUNCTION
 
 template <class E> requires expression<std::decay_t<E>>
 auto leaky_relu(E&& e, f32 slope = 0.01f) { return detail::make_map(ops::leaky_relu{slope}, std::forward<E>(e)); }

@@ -2,8 +2,8 @@
 // fused epilogues, and the Linear layer's GEMMs (tenet::linalg).
 #pragma once
 
-#include "activation.hpp"
+#include "activation_kind.hpp"
 #include "cublas_error.hpp"
 #include "epilogue.hpp"
-#include "linear.hpp"
+#include "linear_gemms.hpp"
 #include "matmul_expr.hpp"

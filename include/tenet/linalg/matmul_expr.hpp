@@ -21,7 +21,7 @@
 #pragma once
 
 #include "../expr/operators.hpp"
-#include "activation.hpp"
+#include "activation_kind.hpp"
 #include "gemm.hpp"
 #include "product.hpp"
 
@@ -112,7 +112,7 @@ template <class NA, class NB>
 using default_gemm_precision = gemm_precision<default_storage_t<NA, NB>, compute_t<default_storage_t<NA, NB>>>;
 
 template <class Prec, class A, class B>
-struct matmul_expr {
+struct matmul_expr : ::tenet::detail::materialises<matmul_expr<Prec, A, B>> {
     using precision = Prec;
     using shape = typename matmul_shapes<typename A::shape, typename B::shape>::shape;
     using value_type = typename Prec::accumulate;
@@ -120,15 +120,6 @@ struct matmul_expr {
 
     A a;
     B b;
-
-    // Inside a larger expression: the product is materialised once.
-    template <class Context>
-    auto prepare(Context& context) const
-    {
-        auto& product = context.template scratch<value_type, shape>();
-        assign_into(product.view(), context);
-        return std::as_const(product).prepare(context);
-    }
 
     // Assigned to a tensor of its shape: the GEMM writes it directly.
     template <class Dst, class Context>
@@ -155,7 +146,7 @@ auto make_matmul(A&& a, B&& b)
     static_assert(types_ok, "tenet: matmul multiplies f32, f64, f16 or bf16 elements (int8 and fp8 GEMMs are not "
                             "supported yet)");
     if constexpr (shapes::ok && places_ok && types_ok)
-        return matmul_expr<Prec, NA, NB>{as_node(std::forward<A>(a)), as_node(std::forward<B>(b))};
+        return matmul_expr<Prec, NA, NB>{{}, as_node(std::forward<A>(a)), as_node(std::forward<B>(b))};
     else
         return failed_expression{};
 }

@@ -25,7 +25,7 @@
 // destination is written.
 #pragma once
 
-#include "activation.hpp"
+#include "activation_kind.hpp"
 #include "gemm.hpp"
 
 #include <type_traits>

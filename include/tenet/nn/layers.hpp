@@ -2,11 +2,11 @@
 // owning model, and initialisers. See layer.hpp for the protocol.
 #pragma once
 
-#include "activation.hpp"
+#include "activation_layers.hpp"
 #include "dropout.hpp"
 #include "init.hpp"
 #include "layer.hpp"
-#include "normalization.hpp"
-#include "linear.hpp"
+#include "layernorm_layer.hpp"
+#include "linear_layer.hpp"
 #include "model.hpp"
 #include "sequential.hpp"

@@ -7,8 +7,8 @@
 // / GELUTanh, then another Linear, becomes one fused unit (see linear.hpp).
 #pragma once
 
-#include "activation.hpp"
-#include "linear.hpp"
+#include "activation_layers.hpp"
+#include "linear_layer.hpp"
 
 #include <algorithm>
 #include <array>

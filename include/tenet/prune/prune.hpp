@@ -11,7 +11,7 @@
 #include "masks.hpp"
 #include "pruner.hpp"
 #include "report.hpp"
-#include "schedule.hpp"
 #include "sparse_file.hpp"
 #include "sparse_model.hpp"
+#include "sparsity_schedule.hpp"
 #include "structured.hpp"

@@ -18,7 +18,7 @@
 #pragma once
 
 #include "magnitude.hpp"
-#include "schedule.hpp"
+#include "sparsity_schedule.hpp"
 
 #include <cstdint>
 

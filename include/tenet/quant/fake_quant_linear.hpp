@@ -22,8 +22,8 @@
 // these steps are run eagerly, not captured into a CUDA Graph.
 #pragma once
 
-#include "../nn/activation.hpp"
-#include "../nn/linear.hpp"
+#include "../nn/activation_layers.hpp"
+#include "../nn/linear_layer.hpp"
 #include "observers.hpp"
 #include "quantize.hpp"
 

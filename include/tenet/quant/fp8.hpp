@@ -20,7 +20,7 @@
 
 #include "../config.hpp"
 #include "../expr/random.hpp"
-#include "../linalg/activation.hpp"
+#include "../linalg/activation_kind.hpp"
 #include "../memory/error.hpp"
 #include "../numeric/precision.hpp"
 #include "../reduce/reduce.hpp"

@@ -8,7 +8,7 @@
 //
 // where dq(q) = q / s: the fp8 values, widened exactly to f32, times the
 // scale's inverse. The dequantized operands go through the ordinary f32
-// GEMMs (linalg/linear.hpp) on host and device alike -- no native fp8 GEMM:
+// GEMMs (linalg/linear_gemms.hpp) on host and device alike -- no native fp8 GEMM:
 // this is the numerics of fp8 training, not its speed. amax of x and W are
 // recorded by training forwards, amax of dz by the backward, and each scale
 // is updated right after its cast (the next step's scale).
@@ -19,8 +19,8 @@
 // activation itself (it keeps z), so wants_preactivation_gradient is false.
 #pragma once
 
-#include "../nn/activation.hpp"
-#include "../nn/linear.hpp"
+#include "../nn/activation_layers.hpp"
+#include "../nn/linear_layer.hpp"
 #include "fp8.hpp"
 
 #include <string>

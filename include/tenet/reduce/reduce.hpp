@@ -14,7 +14,7 @@
 #include "../exec/aliasing.hpp"
 #include "../exec/assign.hpp"
 #include "axes.hpp"
-#include "device.hpp"
+#include "device_reduce.hpp"
 #include "host.hpp"
 #include "ops.hpp"
 
@@ -29,21 +29,13 @@ inline constexpr keepdims_t keepdims{};
 namespace detail {
 
 template <template <class> class Op, class E, class Axes, bool Keep>
-struct reduce_expr {
+struct reduce_expr : materialises<reduce_expr<Op, E, Axes, Keep>> {
     using op = Op<typename E::value_type>;
     using shape = std::conditional_t<Keep, typename Axes::keepdims_shape, typename Axes::shape>;
     using value_type = typename op::result;
     using place = typename E::place;
 
     E operand;
-
-    template <class Context>
-    auto prepare(Context& context) const
-    {
-        auto& scratch = context.template scratch<value_type, shape>();
-        assign_into(scratch.view(), context);
-        return scratch.prepare(context);
-    }
 
     template <class Dst, class Context>
     void assign_into(const Dst& destination, Context& context) const
@@ -82,7 +74,7 @@ auto make_reduction(E&& e)
     static_assert(diagnose<axes::in_range, reduction_axis_message<S, Axes...>>::value);
     static_assert(!axes::in_range || axes::distinct, "tenet: a reduction axis is named twice");
     if constexpr (axes::in_range && axes::distinct)
-        return reduce_expr<Op, N, axes, Keep>{as_node(std::forward<E>(e))};
+        return reduce_expr<Op, N, axes, Keep>{{}, as_node(std::forward<E>(e))};
     else
         return failed_expression{};
 }

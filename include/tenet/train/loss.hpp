@@ -29,10 +29,10 @@
 #pragma once
 
 #include "../autodiff/gradients.hpp"
-#include "../nn/cross_entropy.hpp"
 #include "../nn/layer.hpp"
-#include "../nn/mse.hpp"
 #include "../reduce/reduce.hpp"
+#include "../rowwise/cross_entropy.hpp"
+#include "../rowwise/mse.hpp"
 
 #include <concepts>
 #include <string>
@@ -72,6 +72,29 @@ namespace detail {
 
 template <class F, class X>
 concept returns_expression = expression<std::decay_t<std::invoke_result_t<const F&, const X&, const X&>>>;
+
+template <class Out, class Target>
+struct target_shape_differs {
+    static constexpr auto text()
+    {
+        using tenet::detail::shape_name;
+        return fixed_string("tenet: elementwise_loss: targets of shape ") + shape_name<Target>::text() +
+               fixed_string(" for an output of shape ") + shape_name<Out>::text() +
+               fixed_string(" (they must match: they would broadcast)");
+    }
+};
+
+template <class T>
+using shape_of = typename T::shape;
+
+// True when the target has the output's shape; else one tenet: error.
+template <class Out, class Target>
+constexpr bool target_fits()
+{
+    constexpr bool fits = std::is_same_v<typename Target::shape, Out>;
+    static_assert(tenet::detail::diagnose<fits, target_shape_differs<Out, shape_of<Target>>>::value);
+    return fits;
+}
 
 }  // namespace detail
 
@@ -119,7 +142,7 @@ struct softmax_cross_entropy {
 };
 
 // Mean squared error against targets of the output's shape: the mean of
-// (pred - target)^2 over the valid rows' elements (nn/mse.hpp's kernels).
+// (pred - target)^2 over the valid rows' elements (rowwise/mse.hpp's kernels).
 struct mean_squared_error {
     template <precision_policy P, shape_type Out, memory_place Place>
     class bound {
@@ -191,7 +214,7 @@ struct elementwise_loss {
         void forward(Loss& loss, const Pred& pred, const Target& target, const Valid& valid)
         {
             // padding rows may hold anything (NaN included): where() drops them
-            if constexpr (usable)
+            if constexpr (usable && detail::target_fits<Out, Target>())
                 loss = sum(where(row_mask<Out>(valid), f_(cast<f32>(pred), cast<f32>(target)), 0.0f)) /
                        (valid_rows(valid) * elements_per_row);
         }
@@ -199,7 +222,7 @@ struct elementwise_loss {
         template <class Dpred, class Pred, class Target, class Valid, class Scale>
         void backward(Dpred& dpred, const Pred& pred, const Target& target, const Valid& valid, const Scale& scale)
         {
-            if constexpr (usable) {
+            if constexpr (usable && detail::target_fits<Out, Target>()) {
                 const auto upstream = scale / (valid_rows(valid) * elements_per_row);
                 dpred = where(row_mask<Out>(valid),
                               gradient<0>(f_(cast<f32>(var<0>(pred)), cast<f32>(target)), upstream), 0.0f);

@@ -33,7 +33,7 @@
 #include "adamw.hpp"
 #include "fused_update.hpp"
 #include "lamb.hpp"
-#include "schedule.hpp"
+#include "lr_schedule.hpp"
 #include "sgd.hpp"
 
 #include <array>

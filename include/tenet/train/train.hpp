@@ -4,6 +4,6 @@
 #pragma once
 
 #include "early_stopping.hpp"
+#include "lr_schedule.hpp"
 #include "optimizer.hpp"
-#include "schedule.hpp"
 #include "trainer.hpp"

@@ -33,7 +33,7 @@
 #pragma once
 
 #include "../reduce/reduce.hpp"
-#include "activation.hpp"
+#include "activation_kind.hpp"
 #include "epilogue.hpp"
 #include "gemm.hpp"
 #include "matmul_expr.hpp"

@@ -107,20 +107,12 @@ void run_one_output([[maybe_unused]] Context& context, const In& in, const Out& 
 // destination of its shape, or into a scratch tensor inside a larger
 // expression (like a reduction).
 template <class E, bool Log>
-struct softmax_expr {
+struct softmax_expr : materialises<softmax_expr<E, Log>> {
     using shape = typename E::shape;
     using value_type = floating_t<typename E::value_type>;
     using place = typename E::place;
 
     E operand;
-
-    template <class Context>
-    auto prepare(Context& context) const
-    {
-        auto& scratch = context.template scratch<value_type, shape>();
-        assign_into(scratch.view(), context);
-        return scratch.prepare(context);
-    }
 
     template <class Dst, class Context>
     void assign_into(const Dst& destination, Context& context) const
@@ -137,7 +129,7 @@ auto make_softmax(E&& x)
 {
     using N = node_t<E>;
     constexpr name op = Log ? name::log_softmax : name::softmax;
-    if constexpr (has_rows<op, N>()) return softmax_expr<N, Log>{as_node(std::forward<E>(x))};
+    if constexpr (has_rows<op, N>()) return softmax_expr<N, Log>{{}, as_node(std::forward<E>(x))};
     else return failed_expression{};
 }
 

@@ -1,7 +1,7 @@
 // LayerNorm<N>: normalises the last axis (extent N) of its input, then scales
 // by gamma and shifts by beta (both [N], initialised to 1 and 0 as in
 // PyTorch). The forward saves each row's mean and 1/stddev (f32) for the
-// backward; each direction is one row-wise kernel (nn/layernorm.hpp).
+// backward; each direction is one row-wise kernel (rowwise/layernorm.hpp).
 //
 // Options, as PyTorch's eps and elementwise_affine:
 //   nn::LayerNorm<N, nn::layernorm_options{.eps = 1e-6f, .affine = false}>
@@ -10,7 +10,7 @@
 // into scratch of its own.
 #pragma once
 
-#include "row_ops.hpp"
+#include "../rowwise/rowwise.hpp"
 #include "layer.hpp"
 
 namespace tenet::nn {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "../autodiff/autodiff.hpp"
-#include "../linalg/activation.hpp"
+#include "../linalg/activation_kind.hpp"
 #include "layer.hpp"
 
 namespace tenet::nn {

@@ -3,7 +3,10 @@
 # folder the table misses fails). The one exception is marked: an include
 # commented "// completion:" that ends a header with the definitions its types
 # need from a layer built on them (tensor/tensor.hpp: exec/assign.hpp).
+# It also checks that every folder has one umbrella header, <folder>/<folder>.hpp,
+# from which each header of the folder is reached by the folder's own includes.
 # Run: cmake -DROOT=<source dir> -P check_layers.cmake
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 file(STRINGS ${ROOT}/docs/ARCHITECTURE.md rows REGEX "^\\| `[a-z_]+/` \\|")
 set(order)
 foreach(row IN LISTS rows)
@@ -22,6 +25,31 @@ foreach(folder IN LISTS folders)
         continue()
     endif()
     file(GLOB_RECURSE headers ${ROOT}/include/tenet/${folder}/*.hpp)
+    # The umbrella: breadth-first over the folder's own includes.
+    set(dir ${ROOT}/include/tenet/${folder})
+    if(NOT EXISTS ${dir}/${folder}.hpp)
+        string(APPEND failures "\n  ${folder}/ has no umbrella header ${folder}/${folder}.hpp")
+    else()
+        set(reached ${folder}.hpp)
+        set(queue ${folder}.hpp)
+        while(queue)
+            list(POP_FRONT queue current)
+            file(STRINGS ${dir}/${current} local REGEX "^#include \"[a-z_0-9]+\\.hpp\"")
+            foreach(line IN LISTS local)
+                string(REGEX MATCH "\"([a-z_0-9]+\\.hpp)\"" _ "${line}")
+                if(NOT CMAKE_MATCH_1 IN_LIST reached)
+                    list(APPEND reached ${CMAKE_MATCH_1})
+                    list(APPEND queue ${CMAKE_MATCH_1})
+                endif()
+            endforeach()
+        endwhile()
+        foreach(header IN LISTS headers)
+            get_filename_component(name ${header} NAME)
+            if(NOT name IN_LIST reached)
+                string(APPEND failures "\n  ${folder}/${name} is not reached from the umbrella ${folder}/${folder}.hpp")
+            endif()
+        endforeach()
+    endif()
     foreach(header IN LISTS headers)
         file(STRINGS ${header} includes REGEX "^#include \"\\.\\./[a-z_]+/")
         foreach(line IN LISTS includes)

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <tenet/data/idx.hpp>
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/prune/sparse_file.hpp>
 #include <tenet/train/trainer.hpp>
 

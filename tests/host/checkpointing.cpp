@@ -4,7 +4,7 @@
 // compile-time activation byte count shows the saving.
 #include "tensor_testing.hpp"
 
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 
 #include <random>
 #include <ratio>

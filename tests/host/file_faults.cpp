@@ -8,7 +8,7 @@
 #include <tenet/data/idx.hpp>
 #include <tenet/io/atomic_file.hpp>
 #include <tenet/io/byte_reader.hpp>
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/prune/sparse_file.hpp>
 #include <tenet/train/trainer.hpp>
 

@@ -7,7 +7,7 @@
 #include "tensor_testing.hpp"
 #include "user_losses.hpp"
 
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/train/trainer.hpp>
 
 #include <algorithm>

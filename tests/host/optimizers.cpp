@@ -5,7 +5,7 @@
 // clipping; the accumulation divisor; the LR schedule read from the step count.
 #include "tensor_testing.hpp"
 
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/train/optimizer.hpp>
 
 #include <cmath>

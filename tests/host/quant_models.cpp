@@ -6,7 +6,7 @@
 #include "synthetic_task.hpp"
 #include "tensor_testing.hpp"
 
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/quant/int8_model.hpp>
 #include <tenet/quant/qat.hpp>
 #include <tenet/train/trainer.hpp>

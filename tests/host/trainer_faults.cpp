@@ -5,7 +5,7 @@
 #include "synthetic_task.hpp"
 #include "tensor_testing.hpp"
 
-#include <tenet/nn/layers.hpp>
+#include <tenet/nn/nn.hpp>
 #include <tenet/train/trainer.hpp>
 
 #include <cmath>

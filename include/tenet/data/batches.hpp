@@ -32,7 +32,7 @@
 #include "../memory/stream.hpp"
 #include "../numeric/convert.hpp"
 #include "../profile/nvtx.hpp"
-#include "../tensor/view.hpp"
+#include "../tensor/tensor.hpp"
 #include "fashion_mnist.hpp"
 #include "shuffle.hpp"
 

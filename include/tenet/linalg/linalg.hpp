@@ -5,5 +5,6 @@
 #include "activation_kind.hpp"
 #include "cublas_error.hpp"
 #include "epilogue.hpp"
+#include "int8_gemm.hpp"
 #include "linear_gemms.hpp"
 #include "matmul_expr.hpp"

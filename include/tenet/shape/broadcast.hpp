@@ -2,7 +2,7 @@
 // dimensions; each pair must be equal or contain a 1.
 #pragma once
 
-#include "shape.hpp"
+#include "static_shape.hpp"
 
 #include <array>
 #include <cstddef>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "../config.hpp"
-#include "shape.hpp"
+#include "static_shape.hpp"
 
 #include <array>
 #include <cstddef>

@@ -8,5 +8,6 @@
 #include "layer.hpp"
 #include "layernorm_layer.hpp"
 #include "linear_layer.hpp"
+#include "linear_units.hpp"
 #include "model.hpp"
 #include "sequential.hpp"

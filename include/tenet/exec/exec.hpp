@@ -1,0 +1,10 @@
+// Execution: assign, tie/pack, aliasing checks, the host loop, the CUDA
+// kernel and its launch, the assignment context. (Each header also stands
+// alone.)
+#pragma once
+
+#include "aliasing.hpp"
+#include "assign.hpp"
+#include "context.hpp"
+#include "host_loop.hpp"
+#include "launch.hpp"

@@ -184,9 +184,37 @@ bool opens_function_body(const std::vector<std::string>& t)
     return parameters;
 }
 
+// Whether a `{` after this text is inside the declaration rather than a
+// body: in an unclosed template header (`template <options O = options{}>`)
+// or parameter list (`f(options o = options{})`).
+bool brace_inside_declaration(const std::vector<std::string>& t)
+{
+    int paren = 0;
+    for (const std::string& x : t) {
+        if (x == "(") ++paren;
+        else if (x == ")") --paren;
+    }
+    if (paren > 0) return true;
+    std::size_t i = 0;
+    while (i < t.size() && t[i] == "template") {
+        ++i;
+        int angle = 0;
+        for (paren = 0; i < t.size(); ++i) {
+            if (t[i] == "(") ++paren;
+            else if (t[i] == ")") --paren;
+            else if (paren == 0 && t[i] == "<") ++angle;
+            else if (paren == 0 && t[i] == ">" && --angle == 0) break;
+        }
+        if (i == t.size()) return true;  // the header is still open
+        ++i;
+    }
+    return false;
+}
+
 struct scope {
     bool is_namespace;
     bool is_detail;
+    bool in_tenet;  // tenet or a namespace inside it
 };
 
 // A table of generator-macro uses at namespace scope (`TENET_UNARY_FUNCTION(
@@ -219,12 +247,9 @@ std::set<std::string> public_names(const std::string& text)
     std::string statement;  // text since the last { } ; at this level
     bool continuing = false;  // after a class, initializer or requires body: until its `;`
     const auto public_here = [&] {
-        bool in_tenet = false;
-        for (const scope& s : scopes) {
+        for (const scope& s : scopes)
             if (!s.is_namespace || s.is_detail) return false;
-            in_tenet = true;
-        }
-        return in_tenet;
+        return !scopes.empty() && scopes.back().in_tenet;
     };
     for (std::size_t i = 0; i < code.size(); ++i) {
         const char c = code[i];
@@ -233,6 +258,16 @@ std::set<std::string> public_names(const std::string& text)
             continue;
         }
         const std::vector<std::string> t = tokens(statement + c);
+        if (c == '{' && brace_inside_declaration(tokens(statement))) {
+            // a braced initializer within the declaration: keep it as text
+            int depth = 0;
+            for (; i < code.size(); ++i) {
+                statement += code[i];
+                if (code[i] == '{') ++depth;
+                else if (code[i] == '}' && --depth == 0) break;
+            }
+            continue;
+        }
         if (c == '{') {
             const bool ns = !t.empty() && (t[0] == "namespace" || (t.size() > 1 && t[0] == "inline" && t[1] == "namespace"));
             bool detail = false;
@@ -256,7 +291,9 @@ std::set<std::string> public_names(const std::string& text)
                 statement.clear();
                 continue;
             }
-            scopes.push_back({ns, detail});
+            const std::size_t first = t[0] == "inline" ? 2 : 1;  // the first name after `namespace`
+            const bool tenet = (!scopes.empty() && scopes.back().in_tenet) || (first < t.size() && t[first] == "tenet");
+            scopes.push_back({ns, detail, tenet});
         } else if (c == '}') {
             if (!scopes.empty()) scopes.pop_back();
         } else if (continuing) {  // the `;` that ends a declaration with a body

@@ -77,23 +77,31 @@ constexpr bool check_assignment()
     return distinct_ok && writable_ok && shapes_ok && places_ok;
 }
 
+// Src writes its value into a Dst itself (detail::materialises).
+template <class Src, class Dst, class Context>
+concept writes_into = requires(const Src& source, const Dst& destination, Context& context) {
+    source.assign_into(destination, context);
+};
+
 // The one hook for right-hand sides evaluated their own way. By default a
 // node with assign_into (detail::materialises: a reduction, a row op, a
 // GEMM) writes straight into a destination of its shape; linalg/
 // specialises this for relu(matmul(x, w) + b) and its kin (one GEMM with a
-// fused epilogue). assign returns false to decline: the expression is then
-// evaluated elementwise as usual.
+// fused epilogue). assign returns std::true_type when it wrote the
+// destination, std::false_type to decline (the expression is then evaluated
+// elementwise as usual), or a bool when that is known only at run time. The
+// types keep the elementwise kernel of a right-hand side that never needs it
+// out of the program.
 template <class Src>
 struct assignment_pattern {
     template <class Dst, class Context>
-    static bool assign(const Src& source, const Dst& destination, Context& context)
+    static auto assign(const Src& source, const Dst& destination, Context& context)
     {
-        if constexpr (requires { source.assign_into(destination, context); } &&
-                      std::is_same_v<typename Src::shape, typename Dst::shape>) {
+        if constexpr (writes_into<Src, Dst, Context> && std::is_same_v<typename Src::shape, typename Dst::shape>) {
             source.assign_into(destination, context);
-            return true;
+            return std::true_type{};
         } else {
-            return false;
+            return std::false_type{};
         }
     }
 };
@@ -151,12 +159,15 @@ void assign(const Dst& destination, const Src& source)
         detail::exec_context<place> context(current_stream());
         auto dst_eval = dst.prepare(context);
         detail::require_memory(dst_eval);
-        if (!detail::assignment_pattern<S>::assign(src_node, dst, context)) {
-            auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
-            if constexpr (detail::check_evaluator<decltype(src_eval)>()) {
-                detail::check_operands(dst_eval, src_eval);
-                detail::run_elementwise<place>(detail::make_value_pack(dst_eval), detail::make_value_pack(src_eval),
-                                               context.stream());
+        const auto written = detail::assignment_pattern<S>::assign(src_node, dst, context);
+        if constexpr (!std::is_same_v<std::remove_const_t<decltype(written)>, std::true_type>) {
+            if (!written) {
+                auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
+                if constexpr (detail::check_evaluator<decltype(src_eval)>()) {
+                    detail::check_operands(dst_eval, src_eval);
+                    detail::run_elementwise<place>(detail::make_value_pack(dst_eval),
+                                                   detail::make_value_pack(src_eval), context.stream());
+                }
             }
         }
     }

@@ -66,8 +66,11 @@ TENET_HD inline float sqrt(float x)
 #endif
 }
 
-// Natural logarithm of x in (0, 2^128), within a few ulps: x = m * 2^e with
-// m in [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(s), s = (m - 1) / (m + 1).
+// Natural logarithm of a positive normal x (2^-126 <= x < 2^128), within a
+// few ulps: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(m) = 2 atanh(s),
+// s = (m - 1) / (m + 1). Only that domain: zero, subnormals, negatives,
+// infinities and NaN give meaningless values (random_normal passes u in
+// [2^-24, 1]).
 TENET_HD inline float log(float x)
 {
     unsigned bits = __builtin_bit_cast(unsigned, x);

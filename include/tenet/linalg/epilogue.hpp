@@ -84,13 +84,13 @@ struct assignment_pattern<map_expr<Op, Operands...>> {
     using pattern = epilogue_pattern<src>;
 
     template <class Dst, class Context>
-    static bool assign(const src& e, const Dst& dst, Context& context)
+    static auto assign(const src& e, const Dst& dst, Context& context)
     {
         if constexpr (std::is_same_v<typename src::shape, typename Dst::shape>) {
             assign_product<pattern::act>(pattern::product(e), pattern::bias(e), dst, context);
-            return true;
+            return std::true_type{};
         } else {
-            return false;
+            return std::false_type{};
         }
     }
 };

@@ -35,8 +35,8 @@ std::string read_text(const fs::path& path)
     return s.str();
 }
 
-// The code without comments, literals and preprocessor lines (each replaced
-// by a space, so tokens stay apart).
+// The code without comments, literals, attributes and preprocessor lines
+// (each replaced by a space, so tokens stay apart).
 std::string code_only(const std::string& text)
 {
     std::string out;
@@ -63,6 +63,12 @@ std::string code_only(const std::string& text)
             for (++i; i < text.size() && text[i] != c; ++i)
                 if (text[i] == '\\') ++i;
             ++i;
+            out += ' ';
+            continue;
+        }
+        if (c == '[' && text.compare(i, 2, "[[") == 0) {  // an attribute: [[nodiscard]] f() declares f
+            const std::size_t end = text.find("]]", i + 2);
+            i = end == std::string::npos ? text.size() : end + 2;
             out += ' ';
             continue;
         }
@@ -292,7 +298,8 @@ std::set<std::string> public_names(const std::string& text)
                 continue;
             }
             const std::size_t first = t[0] == "inline" ? 2 : 1;  // the first name after `namespace`
-            const bool tenet = (!scopes.empty() && scopes.back().in_tenet) || (first < t.size() && t[first] == "tenet");
+            const bool tenet = (!scopes.empty() && scopes.back().in_tenet) ||
+                               (scopes.empty() && first < t.size() && t[first] == "tenet");  // not foo::tenet
             scopes.push_back({ns, detail, tenet});
         } else if (c == '}') {
             if (!scopes.empty()) scopes.pop_back();

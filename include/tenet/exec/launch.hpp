@@ -14,6 +14,7 @@
 #include "../expr/node.hpp"
 #include "../memory/cuda_check.hpp"
 #include "../memory/stream.hpp"
+#include "../shape/layout.hpp"
 
 #include <cstddef>
 #include <utility>
@@ -59,9 +60,10 @@ unsigned grid_for(std::size_t work_items)
     return static_cast<unsigned>(needed < resident ? (needed > 0 ? needed : 1) : resident);
 }
 
-// 32-bit indices when N plus a grid's worth of threads cannot overflow them.
+// A kernel's index for N elements: index_for's choice, leaving headroom for a
+// grid-stride step (under 2^31 threads) past the last element.
 template <std::size_t N>
-using kernel_index = std::conditional_t<(N < (std::size_t{1} << 31)), unsigned, unsigned long long>;
+using kernel_index = index_for<N + (std::size_t{1} << 31)>;
 
 #if TENET_CUDA_COMPILER
 

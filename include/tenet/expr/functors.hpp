@@ -47,7 +47,7 @@ TENET_HD auto floating(A a, F f)
 }  // namespace detail
 
 struct plus {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator+"); }
+    static constexpr auto name() { return fixed_string("operator+"); }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -56,7 +56,7 @@ struct plus {
 };
 
 struct minus {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator-"); }
+    static constexpr auto name() { return fixed_string("operator-"); }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -65,7 +65,7 @@ struct minus {
 };
 
 struct multiplies {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator*"); }
+    static constexpr auto name() { return fixed_string("operator*"); }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -74,7 +74,7 @@ struct multiplies {
 };
 
 struct divides {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator/"); }
+    static constexpr auto name() { return fixed_string("operator/"); }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -96,8 +96,8 @@ template <bool Greatest>
 struct extremum {
     static constexpr auto name()
     {
-        if constexpr (Greatest) return ::tenet::detail::fixed_string("max");
-        else return ::tenet::detail::fixed_string("min");
+        if constexpr (Greatest) return fixed_string("max");
+        else return fixed_string("min");
     }
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
@@ -122,7 +122,7 @@ using minimum = extremum<false>;
 using maximum = extremum<true>;
 
 struct power {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("pow"); }
+    static constexpr auto name() { return fixed_string("pow"); }
     template <class A, class B>
     TENET_HD auto operator()(A a, B b) const
     {
@@ -136,7 +136,7 @@ struct power {
 // NaN operands give NaN; fmod(a, inf) = a. Integers: a % 0 gives 0 (as
 // integer division by 0 does here) and INT_MIN % -1 gives 0.
 struct fmod {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("fmod"); }
+    static constexpr auto name() { return fixed_string("fmod"); }
     template <class A, class B>
     TENET_HD auto operator()(A a, B b) const
     {
@@ -156,44 +156,44 @@ template <class A, class B>
 using compared_t = arithmetic_t<A, B>;
 
 struct less {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator<"); }
+    static constexpr auto name() { return fixed_string("operator<"); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) < convert<compared_t<A, B>>(b); }
 };
 
 struct less_equal {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator<="); }
+    static constexpr auto name() { return fixed_string("operator<="); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) <= convert<compared_t<A, B>>(b); }
 };
 
 struct greater {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator>"); }
+    static constexpr auto name() { return fixed_string("operator>"); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) > convert<compared_t<A, B>>(b); }
 };
 
 struct greater_equal {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator>="); }
+    static constexpr auto name() { return fixed_string("operator>="); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) >= convert<compared_t<A, B>>(b); }
 };
 
 struct equal_to {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator=="); }
+    static constexpr auto name() { return fixed_string("operator=="); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) == convert<compared_t<A, B>>(b); }
 };
 
 struct not_equal_to {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator!="); }
+    static constexpr auto name() { return fixed_string("operator!="); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) != convert<compared_t<A, B>>(b); }
 };
 
 
 struct logical_and {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_and"); }
+    static constexpr auto name() { return fixed_string("logical_and"); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -202,7 +202,7 @@ struct logical_and {
 };
 
 struct logical_or {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_or"); }
+    static constexpr auto name() { return fixed_string("logical_or"); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -211,7 +211,7 @@ struct logical_or {
 };
 
 struct logical_xor {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_xor"); }
+    static constexpr auto name() { return fixed_string("logical_xor"); }
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -220,7 +220,7 @@ struct logical_xor {
 };
 
 struct logical_not {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("logical_not"); }
+    static constexpr auto name() { return fixed_string("logical_not"); }
     template <class A>
     TENET_HD constexpr bool operator()(A a) const
     {
@@ -229,7 +229,7 @@ struct logical_not {
 };
 
 struct negate {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("operator-"); }
+    static constexpr auto name() { return fixed_string("operator-"); }
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -238,7 +238,7 @@ struct negate {
 };
 
 struct absolute {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("abs"); }
+    static constexpr auto name() { return fixed_string("abs"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -250,7 +250,7 @@ struct absolute {
 };
 
 struct sign {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("sign"); }
+    static constexpr auto name() { return fixed_string("sign"); }
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -261,7 +261,7 @@ struct sign {
 };
 
 struct square {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("square"); }
+    static constexpr auto name() { return fixed_string("square"); }
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -270,7 +270,7 @@ struct square {
 };
 
 struct reciprocal {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("reciprocal"); }
+    static constexpr auto name() { return fixed_string("reciprocal"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -279,7 +279,7 @@ struct reciprocal {
 };
 
 struct relu {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("relu"); }
+    static constexpr auto name() { return fixed_string("relu"); }
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -293,7 +293,7 @@ struct relu {
 // ops::f applies math::f.
 #define TENET_MATH_FUNCTOR(f)                                                                        \
     struct f {                                                                                       \
-        static constexpr auto name() { return ::tenet::detail::fixed_string(#f); }                   \
+        static constexpr auto name() { return fixed_string(#f); }                   \
         template <class A>                                                                           \
         TENET_HD auto operator()(A a) const                                                          \
         {                                                                                            \
@@ -314,7 +314,7 @@ TENET_MATH_FUNCTOR(tanh)
 #undef TENET_MATH_FUNCTOR
 
 struct sigmoid {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("sigmoid"); }
+    static constexpr auto name() { return fixed_string("sigmoid"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -326,7 +326,7 @@ struct sigmoid {
 };
 
 struct silu {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("silu"); }
+    static constexpr auto name() { return fixed_string("silu"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -339,7 +339,7 @@ struct silu {
 
 // gelu, erf form: x * Phi(x)
 struct gelu {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("gelu"); }
+    static constexpr auto name() { return fixed_string("gelu"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -363,7 +363,7 @@ struct gelu {
 
 // gelu, tanh approximation (PyTorch's approximate="tanh")
 struct gelu_tanh {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("gelu_tanh"); }
+    static constexpr auto name() { return fixed_string("gelu_tanh"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -388,7 +388,7 @@ struct gelu_tanh {
 
 // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|)
 struct softplus {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("softplus"); }
+    static constexpr auto name() { return fixed_string("softplus"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -401,7 +401,7 @@ struct softplus {
 
 
 struct leaky_relu {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("leaky_relu"); }
+    static constexpr auto name() { return fixed_string("leaky_relu"); }
     f32 slope;
     template <class A>
     TENET_HD auto operator()(A a) const
@@ -411,7 +411,7 @@ struct leaky_relu {
 };
 
 struct elu {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("elu"); }
+    static constexpr auto name() { return fixed_string("elu"); }
     f32 alpha;
     template <class A>
     TENET_HD auto operator()(A a) const
@@ -425,7 +425,7 @@ struct elu {
 // clamp(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN.
 template <class V>
 struct clamp {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("clamp"); }
+    static constexpr auto name() { return fixed_string("clamp"); }
     V lo, hi;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
@@ -435,7 +435,7 @@ struct clamp {
 };
 
 struct select {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("where"); }
+    static constexpr auto name() { return fixed_string("where"); }
     template <class C, class A, class B>
     TENET_HD constexpr auto operator()(C c, A a, B b) const
     {
@@ -451,7 +451,7 @@ struct select {
 // cast<T>: round to T (tenet::convert's rules), then continue in T's compute type.
 template <class T>
 struct cast_to {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("cast"); }
+    static constexpr auto name() { return fixed_string("cast"); }
     template <class A>
     TENET_HD constexpr compute_t<T> operator()(A a) const
     {

@@ -56,7 +56,7 @@ auto activate(E&& e)
 // Op'(x): the functor's own derivative as an elementwise functor.
 template <class Op>
 struct derivative_of {
-    static constexpr auto name() { return Op::name() + ::tenet::detail::fixed_string("'"); }
+    static constexpr auto name() { return Op::name() + fixed_string("'"); }
     template <class A>
     TENET_HD auto operator()(A a) const
     {

@@ -278,7 +278,7 @@ namespace tenet::nn::detail {
 
 using tenet::detail::decimal;
 using tenet::detail::diagnose;
-using tenet::detail::fixed_string;
+using tenet::fixed_string;
 using tenet::detail::shape_name;
 
 }  // namespace tenet::nn::detail

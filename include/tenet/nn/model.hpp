@@ -32,7 +32,7 @@ template <class OutputShape, class DyShape>
 struct backward_dy_shape_mismatch {
     static constexpr auto text()
     {
-        using tenet::detail::fixed_string, tenet::detail::shape_name;
+        using tenet::fixed_string, tenet::detail::shape_name;
         return fixed_string("tenet: model::backward: dy must have the output's shape ") +
                shape_name<OutputShape>::text() + fixed_string(", not ") + shape_name<DyShape>::text();
     }

@@ -84,16 +84,16 @@ struct compressed_24 {
 namespace detail {
 
 struct compress_24_export {
-    static constexpr auto name() { return tenet::detail::fixed_string("tenet: prune::compress_24"); }
+    static constexpr auto name() { return tenet::fixed_string("tenet: prune::compress_24"); }
 };
 
 template <class S>
 struct not_groups_of_4 {
     static constexpr auto text()
     {
-        return tenet::detail::fixed_string("tenet: prune::compress_24: a weight of shape ") +
+        return tenet::fixed_string("tenet: prune::compress_24: a weight of shape ") +
                tenet::detail::shape_name<S>::text() +
-               tenet::detail::fixed_string(" has a last extent that is not a multiple of 4");
+               tenet::fixed_string(" has a last extent that is not a multiple of 4");
     }
 };
 

@@ -104,14 +104,14 @@ struct export_shapes {
 
 // Who exports (the first words of its diagnostics).
 struct to_csr_export {
-    static constexpr auto name() { return tenet::detail::fixed_string("tenet: prune::to_csr"); }
+    static constexpr auto name() { return tenet::fixed_string("tenet: prune::to_csr"); }
 };
 
 template <class Export, class WeightShape, class MaskShape, class MaskElement>
 struct weight_and_mask_do_not_fit {
     static constexpr auto text()
     {
-        using tenet::detail::fixed_string, tenet::detail::shape_name;
+        using tenet::fixed_string, tenet::detail::shape_name;
         return Export::name() + fixed_string(": weight ") + shape_name<WeightShape>::text() + fixed_string(" and mask ") +
                shape_name<MaskShape>::text() +
                fixed_string(" must have the same shape, of rank >= 2, and the mask bool elements");

@@ -52,7 +52,7 @@ template <class S>
 struct no_sparse_form {
     static constexpr auto text()
     {
-        return tenet::detail::fixed_string(
+        return tenet::fixed_string(
             "tenet: sparse_model: a layer has no sparse form (supported: Linear, ReLU/GELU/GELUTanh right after a "
             "Linear, Dropout, Sequential, Checkpointed)");
     }

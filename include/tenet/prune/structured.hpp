@@ -48,7 +48,7 @@ struct n_of_m_shape_failure {
     static constexpr auto text()
     {
         using tenet::detail::decimal;
-        using tenet::detail::fixed_string;
+        using tenet::fixed_string;
         return fixed_string("tenet: prune::n_of_m<") + decimal<N>() + fixed_string(", ") + decimal<M>() +
                fixed_string(">: a weight of shape ") + tenet::detail::shape_name<S>::text() +
                fixed_string(" has a last extent that is not a multiple of ") + decimal<M>();

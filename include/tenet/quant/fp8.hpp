@@ -55,7 +55,7 @@ namespace detail {
 struct delayed_scale_op {
     float fp8_max;
     int margin;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("delayed_scale"); }
+    static constexpr auto name() { return fixed_string("delayed_scale"); }
     TENET_HD constexpr f32 operator()(f32 amax, f32 old_scale) const
     {
         return delayed_scale(amax, old_scale, fp8_max, margin);

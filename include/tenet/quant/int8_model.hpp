@@ -37,7 +37,7 @@ template <class S>
 struct no_int8_form {
     static constexpr auto text()
     {
-        return ::tenet::detail::fixed_string(
+        return fixed_string(
             "tenet: int8_model: a layer has no int8 form (supported: Linear, ReLU/GELU/GELUTanh right after a "
             "Linear, Dropout, Sequential, Checkpointed)");
     }

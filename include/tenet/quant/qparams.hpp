@@ -67,12 +67,12 @@ TENET_HD constexpr affine choose_affine(float min, float max, scheme s)
 // Elementwise forms of choose_affine, for expressions over (min, max) tensors.
 struct scale_from_range {
     scheme s;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("scale_from_range"); }
+    static constexpr auto name() { return fixed_string("scale_from_range"); }
     TENET_HD constexpr f32 operator()(f32 min, f32 max) const { return choose_affine(min, max, s).scale; }
 };
 struct zero_point_from_range {
     scheme s;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("zero_point_from_range"); }
+    static constexpr auto name() { return fixed_string("zero_point_from_range"); }
     TENET_HD constexpr i32 operator()(f32 min, f32 max) const { return choose_affine(min, max, s).zero_point; }
 };
 

@@ -64,7 +64,7 @@ TENET_HD constexpr f32 dequantize_value(i32 q, i32 zero_point, f32 scale)
 
 struct quantize_op {
     scheme s;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("quantize"); }
+    static constexpr auto name() { return fixed_string("quantize"); }
     template <class X, class S, class Z>
     TENET_HD constexpr i32 operator()(X x, S scale, Z zero_point) const
     {
@@ -73,7 +73,7 @@ struct quantize_op {
 };
 
 struct dequantize_op {
-    static constexpr auto name() { return ::tenet::detail::fixed_string("dequantize"); }
+    static constexpr auto name() { return fixed_string("dequantize"); }
     template <class Q, class S, class Z>
     TENET_HD constexpr f32 operator()(Q q, S scale, Z zero_point) const
     {
@@ -83,7 +83,7 @@ struct dequantize_op {
 
 struct fake_quantize_op {
     scheme s;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("fake_quantize"); }
+    static constexpr auto name() { return fixed_string("fake_quantize"); }
     template <class X, class S, class Z>
     TENET_HD constexpr f32 operator()(X x, S scale, Z zero_point) const
     {
@@ -97,7 +97,7 @@ struct fake_quantize_op {
 // estimator): the gradient passes where the unclamped integer is in range.
 struct fake_quantize_mask_op {
     scheme s;
-    static constexpr auto name() { return ::tenet::detail::fixed_string("fake_quantize_mask"); }
+    static constexpr auto name() { return fixed_string("fake_quantize_mask"); }
     template <class X, class S, class Z>
     TENET_HD constexpr bool operator()(X x, S scale, Z zero_point) const
     {

@@ -108,10 +108,12 @@ const std::set<std::string> not_names = {"requires", "decltype", "sizeof", "noex
                                          "operator", "explicit", "alignas", "typename", "template", "return"};
 
 // The first token after any template <...> headers (nested angles;
-// parentheses hide comparisons).
-std::size_t after_template_headers(const std::vector<std::string>& t)
+// parentheses hide comparisons); open says whether the last header is still
+// unclosed at the end of t.
+std::size_t after_template_headers(const std::vector<std::string>& t, bool* open = nullptr)
 {
     std::size_t i = 0;
+    if (open) *open = false;
     while (i < t.size() && t[i] == "template") {
         ++i;
         int angle = 0, paren = 0;
@@ -124,6 +126,7 @@ std::size_t after_template_headers(const std::vector<std::string>& t)
                 break;
             }
         }
+        if (open && angle > 0) *open = true;
     }
     return i;
 }
@@ -200,21 +203,9 @@ bool brace_inside_declaration(const std::vector<std::string>& t)
         if (x == "(") ++paren;
         else if (x == ")") --paren;
     }
-    if (paren > 0) return true;
-    std::size_t i = 0;
-    while (i < t.size() && t[i] == "template") {
-        ++i;
-        int angle = 0;
-        for (paren = 0; i < t.size(); ++i) {
-            if (t[i] == "(") ++paren;
-            else if (t[i] == ")") --paren;
-            else if (paren == 0 && t[i] == "<") ++angle;
-            else if (paren == 0 && t[i] == ">" && --angle == 0) break;
-        }
-        if (i == t.size()) return true;  // the header is still open
-        ++i;
-    }
-    return false;
+    bool open_header = false;
+    after_template_headers(t, &open_header);
+    return paren > 0 || open_header;
 }
 
 struct scope {

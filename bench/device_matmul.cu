@@ -131,5 +131,5 @@ int main()
     measure_shapes<tenet::linalg::activation::relu>("relu");
     measure_shapes<tenet::linalg::activation::gelu_tanh>("gelu_tanh");
     // non-zero: some "fused" rows were a plain GEMM plus tenet's pass
-    std::printf("GEMM types cuBLASLt declined: %d\n", tenet::detail::lt_declined_plans().load());
+    std::printf("GEMM types cuBLASLt declined: %d\n", tenet::linalg::detail::lt_declined_plans().load());
 }

@@ -18,8 +18,10 @@
 
 #include <cstddef>
 
-namespace tenet::detail {
+namespace tenet {
 
+// Compile-time text, e.g. a tenet::map functor's name() for diagnostics:
+//   static constexpr auto name() { return tenet::fixed_string("softsign"); }
 template <std::size_t N>
 struct fixed_string {
     char chars[N + 1]{};
@@ -44,6 +46,8 @@ constexpr fixed_string<A + B> operator+(const fixed_string<A>& a, const fixed_st
     return joined;
 }
 
+namespace detail::diagnostic {
+
 constexpr std::size_t decimal_digits(std::size_t value)
 {
     std::size_t digits = 1;
@@ -52,15 +56,6 @@ constexpr std::size_t decimal_digits(std::size_t value)
         ++digits;
     }
     return digits;
-}
-
-template <std::size_t Value>
-constexpr auto decimal()
-{
-    fixed_string<decimal_digits(Value)> text;
-    std::size_t v = Value;
-    for (std::size_t i = decimal_digits(Value); i-- > 0; v /= 10) text.chars[i] = static_cast<char>('0' + v % 10);
-    return text;
 }
 
 // Never defined: naming one is the error; its argument is the message.
@@ -77,8 +72,22 @@ template <class Failure>
 using compile_error = message<Failure::text()>;
 #endif
 
+}  // namespace detail::diagnostic
+
+// decimal<42>() is fixed_string("42"): numbers inside a diagnostic's text().
+template <std::size_t Value>
+constexpr auto decimal()
+{
+    constexpr std::size_t digits = detail::diagnostic::decimal_digits(Value);
+    fixed_string<digits> text;
+    std::size_t v = Value;
+    for (std::size_t i = digits; i-- > 0; v /= 10) text.chars[i] = static_cast<char>('0' + v % 10);
+    return text;
+}
+
 // static_assert(diagnose<ok, Failure>::value): when !ok, one error naming
-// Failure (a type with a static constexpr text()). Usable at any scope.
+// Failure (a type with a static constexpr text()). Usable at any scope, by
+// the library's checks and by a user's own.
 template <bool Ok, class Failure>
 struct diagnose {
     static constexpr bool value = true;
@@ -86,16 +95,8 @@ struct diagnose {
 
 template <class Failure>
 struct diagnose<false, Failure> {
-    static_assert(!sizeof(compile_error<Failure>), "tenet: see the type named in this error");
+    static_assert(!sizeof(detail::diagnostic::compile_error<Failure>), "tenet: see the type named in this error");
     static constexpr bool value = true;  // no follow-on error at the caller
 };
-
-}  // namespace tenet::detail
-
-namespace tenet {
-
-// Compile-time text, e.g. a tenet::map functor's name() for diagnostics:
-//   static constexpr auto name() { return tenet::fixed_string("softsign"); }
-using detail::fixed_string;
 
 }  // namespace tenet

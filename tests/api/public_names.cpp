@@ -5,7 +5,7 @@
 //   tenet_public_names ROOT docs/API.md     fails naming each one the reference misses
 //
 // A public name is one declared at namespace scope in tenet or a namespace
-// inside it other than `detail` (classes, structs, enums, concepts, aliases,
+// inside it other than `detail` and `internal` (classes, structs, enums, concepts, aliases,
 // variables, functions; operators and specialisations count under their
 // name). The scan reads the headers as text: comments, string and character
 // literals and preprocessor lines are dropped, braces are tracked, and
@@ -269,7 +269,7 @@ std::set<std::string> public_names(const std::string& text)
             const bool ns = !t.empty() && (t[0] == "namespace" || (t.size() > 1 && t[0] == "inline" && t[1] == "namespace"));
             bool detail = false;
             for (const std::string& x : t)
-                if (x == "detail") detail = true;
+                if (x == "detail" || x == "internal") detail = true;  // neither is user API
             if (!ns) {
                 // A body: a class, an enum, a function, an initializer or a
                 // requires-expression. Name its declaration, skip the body;

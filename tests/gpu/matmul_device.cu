@@ -278,9 +278,9 @@ TEST_CASE("device epilogues: stream-aware, cached plans, capturable in a CUDA gr
     const auto w = to_device(random_host<bf16, Shape<Out, In>>(31));
     const auto b = to_device(random_host<bf16, Shape<Out>>(32));
     Tensor<bf16, Shape<M, Out>, Device> eager, replayed;
-    const int declined = detail::lt_declined_plans();
+    const int declined = linalg::detail::lt_declined_plans();
     eager = relu(matmul(x, transpose(w)) + b);  // builds and caches the plan
-    CHECK(detail::lt_declined_plans() == declined);  // bf16 RELU_BIAS: one fused cuBLASLt call
+    CHECK(linalg::detail::lt_declined_plans() == declined);  // bf16 RELU_BIAS: one fused cuBLASLt call
 
     tenet::stream s;
     cudaGraph_t graph = nullptr;
@@ -408,5 +408,5 @@ TEST_CASE_TEMPLATE("device linalg: Linear forward and backward agree with the ho
     check_layer<activation::gelu, T, f32>();
     check_layer<activation::relu, T, T>();  // bias gradients in the storage type
     // which fused forms this GPU's cuBLASLt lacked (they ran as GEMM + tenet passes)
-    MESSAGE("GEMM types cuBLASLt declined so far: ", detail::lt_declined_plans().load());
+    MESSAGE("GEMM types cuBLASLt declined so far: ", linalg::detail::lt_declined_plans().load());
 }

@@ -99,8 +99,8 @@ TEST_CASE("quantize device: the fused expressions equal the host's, per tensor a
         mismatches += qh.data()[i] != q_want.data()[i];
         mismatches += qwh.data()[i] != qw_want.data()[i];
         mismatches += mh.data()[i] != m_want.data()[i];
-        mismatches += detail::to_bits(dh.data()[i]) != detail::to_bits(d_want.data()[i]);
-        mismatches += detail::to_bits(fh.data()[i]) != detail::to_bits(f_want.data()[i]);
+        mismatches += detail::numeric::to_bits(dh.data()[i]) != detail::numeric::to_bits(d_want.data()[i]);
+        mismatches += detail::numeric::to_bits(fh.data()[i]) != detail::numeric::to_bits(f_want.data()[i]);
     }
     CHECK(mismatches == 0);
 }
@@ -130,7 +130,7 @@ TEST_CASE("qtensor device: per-channel parameters, quantize_from and dequantized
     std::size_t mismatches = 0;
     for (std::size_t i = 0; i < S::numel; ++i) {
         mismatches += values.data()[i] != host.values().data()[i];
-        mismatches += detail::to_bits(got.data()[i]) != detail::to_bits(want.data()[i]);
+        mismatches += detail::numeric::to_bits(got.data()[i]) != detail::numeric::to_bits(want.data()[i]);
     }
     CHECK(mismatches == 0);
 }

@@ -512,7 +512,7 @@ TEST_CASE("the chunk path (the device's main loop) equals the element path")
     auto g = gradients(tanh(var<0>(x) * var<1>(b) + var<2>(c)) * var<3>(transpose(y)) + exp(var<4>(s) * var<0>(x)) +
                            sin(var<2>(c) * c2) * (var<1>(b) - b2),
                        dy * 0.5);
-    detail::exec_context<Host> context(current_stream());
+    tenet::exec_context<Host> context(current_stream());
     const auto backward = detail::ad::prepare_backward(g.expression, g.upstream, context);
     auto check_chunks = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
         mismatch_log log;
@@ -521,7 +521,7 @@ TEST_CASE("the chunk path (the device's main loop) equals the element path")
             for (std::size_t k = 0; k < K; ++k) {
                 const auto one = backward.at(i + k);
                 [&]<std::size_t... I>(std::index_sequence<I...>) {
-                    ((detail::get<I>(chunk)[k] == detail::get<I>(one) ? void()
+                    ((tenet::get<I>(chunk)[k] == tenet::get<I>(one) ? void()
                                                                       : log.add("K=%zu i=%zu slot %zu", K, i + k, I)),
                      ...);
                 }(std::make_index_sequence<5>{});

@@ -17,7 +17,7 @@ namespace {
 template <class T>
 std::uint64_t bits_of(T x)
 {
-    return detail::to_bits(x);
+    return detail::numeric::to_bits(x);
 }
 
 // Decoding and the f32 round trip, for all 2^bits patterns of T. Infinities
@@ -25,10 +25,10 @@ std::uint64_t bits_of(T x)
 template <class T>
 void check_all_patterns(ref::format format, std::uint64_t canonical_nan)
 {
-    const std::uint64_t max_finite = detail::to_bits(numeric_traits<T>::max());
+    const std::uint64_t max_finite = detail::numeric::to_bits(numeric_traits<T>::max());
     mismatch_log log;
     for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << (8 * sizeof(T))); ++bits) {
-        const T x = detail::from_bits<T>(bits);
+        const T x = detail::numeric::from_bits<T>(bits);
         const double exact = ref::decode(bits, format);
         const float wide = convert<f32>(x);
         const double wider = convert<f64>(x);
@@ -38,7 +38,7 @@ void check_all_patterns(ref::format format, std::uint64_t canonical_nan)
                 log.add("NaN pattern %#llx -> %a -> %#llx", (unsigned long long)bits, wide, (unsigned long long)back);
             continue;
         }
-        const std::uint64_t sign = bits & ~detail::format_of<T>::value.magnitude_mask();
+        const std::uint64_t sign = bits & ~detail::numeric::format_of<T>::value.magnitude_mask();
         const std::uint64_t want_back = (std::isinf(exact) && format.saturate) ? (sign | max_finite) : bits;
         if (static_cast<double>(wide) != exact || wider != exact || std::signbit(wide) != std::signbit(exact) ||
             back != want_back) {
@@ -117,11 +117,11 @@ TEST_CASE("NaN canonicalisation and the widening NaN rules")
         CHECK(bits_of(convert<f16>(static_cast<double>(x))) == 0x7FFF);
     }
     // Widening f16 and fp8 gives f32's canonical NaN (as the GPU's cvt).
-    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::from_bits<f16>(0xFE01))) == 0x7FFFFFFFu);
-    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::from_bits<f8e4m3>(0xFF))) == 0x7FFFFFFFu);
-    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::from_bits<f8e5m2>(0xFD))) == 0x7FFFFFFFu);
+    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::numeric::from_bits<f16>(0xFE01))) == 0x7FFFFFFFu);
+    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::numeric::from_bits<f8e4m3>(0xFF))) == 0x7FFFFFFFu);
+    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::numeric::from_bits<f8e5m2>(0xFD))) == 0x7FFFFFFFu);
     // bf16 -> f32 is a shift: sign and payload kept.
-    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::from_bits<bf16>(0xFFAA))) == 0xFFAA0000u);
+    CHECK(std::bit_cast<std::uint32_t>(convert<f32>(detail::numeric::from_bits<bf16>(0xFFAA))) == 0xFFAA0000u);
 }
 
 TEST_CASE("overflow: infinity for f16 and bf16, saturation for fp8; infinities")
@@ -136,7 +136,7 @@ TEST_CASE("overflow: infinity for f16 and bf16, saturation for fp8; infinities")
     CHECK(bits_of(convert<f8e5m2>(-1e9)) == 0xFB);
     CHECK(bits_of(convert<f16>(INFINITY)) == 0x7C00);
     CHECK(bits_of(convert<bf16>(-INFINITY)) == 0xFF80);
-    CHECK(std::isinf(convert<f32>(detail::from_bits<f8e5m2>(0xFC))));
+    CHECK(std::isinf(convert<f32>(detail::numeric::from_bits<f8e5m2>(0xFC))));
 }
 
 TEST_CASE("underflow keeps the sign of zero, and subnormals round correctly")

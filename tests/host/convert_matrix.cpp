@@ -38,7 +38,7 @@ constexpr ref::format reference_format()
 template <class T>
 double exact_value(T x)
 {
-    if constexpr (narrow_floating<T>) return ref::decode(detail::to_bits(x), reference_format<T>());
+    if constexpr (narrow_floating<T>) return ref::decode(detail::numeric::to_bits(x), reference_format<T>());
     else return static_cast<double>(x);
 }
 
@@ -60,10 +60,10 @@ void check_pair(const std::vector<From>& inputs)
             ok = got == ref::round_to_integer<To>(v, numeric_traits<To>::lowest(), numeric_traits<To>::max());
         } else if constexpr (narrow_floating<To>) {
             const std::uint64_t want = (*table)(v);
-            ok = detail::to_bits(got) == want;
+            ok = detail::numeric::to_bits(got) == want;
         } else {
             const To want = static_cast<To>(v);  // f32: one IEEE rounding of the exact value; f64: exact
-            ok = std::isnan(v) ? std::isnan(got) : detail::to_bits(got) == detail::to_bits(want);
+            ok = std::isnan(v) ? std::isnan(got) : detail::numeric::to_bits(got) == detail::numeric::to_bits(want);
         }
         if (!ok) log.add("%s -> %s: input %a", numeric_traits<From>::name, numeric_traits<To>::name, v);
     }
@@ -93,27 +93,27 @@ TEST_CASE("integer -> integer saturates; integer -> float is exact or rounds onc
     CHECK(convert<i8>(i32{-77}) == -77);
     CHECK(convert<i32>(i8{-128}) == -128);
     CHECK(convert<f32>(i32{16777217}) == 16777216.0f);                          // tie -> even
-    CHECK(detail::to_bits(convert<f16>(i32{65520})) == 0x7C00);                  // overflow -> inf
-    CHECK(detail::to_bits(convert<f16>(i32{2049})) == detail::to_bits(convert<f16>(2048.0f)));
-    CHECK(detail::to_bits(convert<f8e4m3>(i8{127})) == detail::to_bits(convert<f8e4m3>(128.0f)));
+    CHECK(detail::numeric::to_bits(convert<f16>(i32{65520})) == 0x7C00);                  // overflow -> inf
+    CHECK(detail::numeric::to_bits(convert<f16>(i32{2049})) == detail::numeric::to_bits(convert<f16>(2048.0f)));
+    CHECK(detail::numeric::to_bits(convert<f8e4m3>(i8{127})) == detail::numeric::to_bits(convert<f8e4m3>(128.0f)));
 }
 
 TEST_CASE("bool converts as 0 and 1, and anything nonzero or NaN is true")
 {
     CHECK(convert<f32>(true) == 1.0f);
-    CHECK(detail::to_bits(convert<bf16>(true)) == 0x3F80);
+    CHECK(detail::numeric::to_bits(convert<bf16>(true)) == 0x3F80);
     CHECK(convert<i8>(false) == 0);
     CHECK(convert<bool>(-0.0f) == false);
     CHECK(convert<bool>(NAN) == true);
-    CHECK(convert<bool>(detail::from_bits<f16>(0x0001)) == true);  // the smallest subnormal
+    CHECK(convert<bool>(detail::numeric::from_bits<f16>(0x0001)) == true);  // the smallest subnormal
     CHECK(convert<bool>(i32{-7}) == true);
 }
 
 TEST_CASE("convert is usable at compile time")
 {
-    static_assert(detail::to_bits(convert<f16>(1.0f)) == 0x3C00);
-    static_assert(detail::to_bits(convert<bf16>(1.0f / 3)) == 0x3EAB);
-    static_assert(detail::to_bits(convert<f8e4m3>(1000.0)) == 0x7E);
+    static_assert(detail::numeric::to_bits(convert<f16>(1.0f)) == 0x3C00);
+    static_assert(detail::numeric::to_bits(convert<bf16>(1.0f / 3)) == 0x3EAB);
+    static_assert(detail::numeric::to_bits(convert<f8e4m3>(1000.0)) == 0x7E);
     static_assert(convert<f32>(convert<f16>(0.1f)) == 0.0999755859375f);
     static_assert(convert<i8>(-2.5f) == -2 && convert<i8>(3.5) == 4);
     static_assert(convert<i32>(convert<bf16>(-1.5f)) == -2);

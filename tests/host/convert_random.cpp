@@ -32,7 +32,7 @@ void check_random_floats(ref::format format)
     const std::vector<float> inputs = samples::f32_values(random_floats);
     mismatch_log log;
     for (float x : inputs) {
-        const std::uint64_t got = detail::to_bits(convert<T>(x));
+        const std::uint64_t got = detail::numeric::to_bits(convert<T>(x));
         const std::uint64_t want = rounder(x);
         const std::uint64_t cuda = cuda_host_bits(T{}, x);
         if (got != want || got != cuda)
@@ -59,10 +59,10 @@ void check_random_doubles(ref::format format)
     mismatch_log log;
     std::size_t double_rounding_cases = 0;
     for (double x : inputs) {
-        const std::uint64_t got = detail::to_bits(convert<T>(x));
+        const std::uint64_t got = detail::numeric::to_bits(convert<T>(x));
         if (got != rounder(x))
             log.add("%a: tenet %#llx, reference %#llx", x, (unsigned long long)got, (unsigned long long)rounder(x));
-        double_rounding_cases += got != detail::to_bits(convert<T>(static_cast<float>(x)));
+        double_rounding_cases += got != detail::numeric::to_bits(convert<T>(static_cast<float>(x)));
     }
     CHECK_NO_MISMATCH(log);
     CHECK(double_rounding_cases > 0);  // the hair-beside-midpoint inputs do exercise the difference

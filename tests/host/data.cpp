@@ -489,9 +489,9 @@ mnist_split all_pixels()
 
 double reference(unsigned p) { return (p / 255.0 - 0.2860) / 0.3530; }
 
-std::uint16_t bits(bf16 v) { return tenet::detail::bit_cast<std::uint16_t>(v); }
+std::uint16_t bits(bf16 v) { return tenet::internal::bit_cast<std::uint16_t>(v); }
 
-double from_bits(std::uint16_t u) { return convert<f64>(tenet::detail::bit_cast<bf16>(u)); }
+double from_bits(std::uint16_t u) { return convert<f64>(tenet::internal::bit_cast<bf16>(u)); }
 
 // No bf16 neighbour of v (the next encodings up and down; NaN past zero's
 // edge compares false) is closer to the exact value.

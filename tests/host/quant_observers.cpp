@@ -140,8 +140,8 @@ TEST_CASE("scale_from_range and zero_point_from_range in an expression equal cho
     Tensor<i32, Shape<8>, Host> zero;
     std::fill(scale.data(), scale.data() + 8, -1.0f);
     std::fill(zero.data(), zero.data() + 8, 999);
-    scale = tenet::detail::make_map(scale_from_range{activation_scheme}, lo, hi);
-    zero = tenet::detail::make_map(zero_point_from_range{activation_scheme}, lo, hi);
+    scale = tenet::internal::make_map(scale_from_range{activation_scheme}, lo, hi);
+    zero = tenet::internal::make_map(zero_point_from_range{activation_scheme}, lo, hi);
     for (std::size_t i = 0; i < 8; ++i) {
         const affine want = choose_affine(lo(i), hi(i), activation_scheme);
         CHECK(scale(i) == want.scale);

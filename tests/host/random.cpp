@@ -9,13 +9,13 @@ using namespace tenet;
 
 TEST_CASE("Philox4x32-10 reproduces the Random123 known-answer vectors")
 {
-    using detail::philox4x32_10;
-    CHECK(philox4x32_10({0, 0, 0, 0}, {0, 0}) == detail::philox_block{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+    using detail::expr::philox4x32_10;
+    CHECK(philox4x32_10({0, 0, 0, 0}, {0, 0}) == detail::expr::philox_block{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
     CHECK(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}) ==
-          detail::philox_block{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+          detail::expr::philox_block{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
     CHECK(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}) ==
-          detail::philox_block{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
-    static_assert(detail::philox4x32_10({0, 0, 0, 0}, {0, 0})[0] == 0x6627e8d5);  // also at compile time
+          detail::expr::philox_block{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
+    static_assert(detail::expr::philox4x32_10({0, 0, 0, 0}, {0, 0})[0] == 0x6627e8d5);  // also at compile time
 }
 
 TEST_CASE("uniform, normal and bernoulli have the right statistics")

@@ -52,9 +52,9 @@ void check_axes()
     using S = Shape<6, 5, 70>;
     Tensor<T, S, Host> x;
     testing::fill_random(x, 100 + sizeof...(Axes), &moderate);
-    constexpr std::array<bool, 3> reduced = detail::reduction_axes<S, Axes...>::reduced;
+    constexpr std::array<bool, 3> reduced = tenet::internal::reduction_axes<S, Axes...>::reduced;
     const auto want = reference(x, reduced);
-    using Out = typename detail::reduction_axes<S, Axes...>::shape;
+    using Out = typename tenet::internal::reduction_axes<S, Axes...>::shape;
     Tensor<f32, Out, Host> s, m, mx, mn, n2;
     Tensor<i32, Out, Host> amax, amin;
     testing::poison(s);

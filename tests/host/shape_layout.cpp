@@ -97,6 +97,6 @@ TEST_CASE("32-bit indices are chosen when the sizes allow")
     CHECK(std::is_same_v<index_for<0xFFFFFFFFull>, unsigned>);
     CHECK(std::is_same_v<index_for<0x100000000ull>, unsigned long long>);
     // a kernel keeps a grid-stride step (under 2^31 threads) of headroom
-    CHECK(std::is_same_v<detail::kernel_index<(std::size_t{1} << 31) - 1>, unsigned>);
-    CHECK(std::is_same_v<detail::kernel_index<(std::size_t{1} << 31)>, unsigned long long>);
+    CHECK(std::is_same_v<tenet::kernel_index<(std::size_t{1} << 31) - 1>, unsigned>);
+    CHECK(std::is_same_v<tenet::kernel_index<(std::size_t{1} << 31)>, unsigned long long>);
 }

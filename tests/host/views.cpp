@@ -101,7 +101,7 @@ TEST_CASE("tie(...) = pack(...) writes several destinations in one traversal")
         const float v = x.data()[i];
         REQUIRE((std::isnan(v) ? std::isnan(activated.data()[i]) : activated.data()[i] == (v < 0 ? 0.0f : v)));
         REQUIRE(mask.data()[i] == (v > 0));
-        REQUIRE(detail::to_bits(rounded.data()[i]) == detail::to_bits(convert<bf16>(v)));
+        REQUIRE(detail::numeric::to_bits(rounded.data()[i]) == detail::numeric::to_bits(convert<bf16>(v)));
     }
 }
 

@@ -20,7 +20,7 @@ template <class T>
 T from_pattern(std::uint64_t bits)
 {
     if constexpr (std::is_same_v<T, tenet::i8>) return static_cast<tenet::i8>(static_cast<std::uint8_t>(bits));
-    else return tenet::detail::from_bits<T>(bits);
+    else return tenet::detail::numeric::from_bits<T>(bits);
 }
 
 // Powers of two and their neighbours from 2^-160 to 2^140, with every

@@ -50,8 +50,8 @@ constexpr bool broadcast_layout()
     if constexpr (!broadcasts_to_v<From, To>) {
         return false;
     } else {
-        using broadcast = layout_from_t<transformed<broadcast_transform<To>, contiguous_layout<From>>>;
-        return same_layout_v<L, broadcast>;
+        using broadcast = layout_from_t<internal::transformed<internal::broadcast_transform<To>, contiguous_layout<From>>>;
+        return internal::same_layout_v<L, broadcast>;
     }
 }
 
@@ -69,13 +69,13 @@ struct variables_of<var_expr<I, N>> {
 };
 
 template <class Op, class... A>
-struct variables_of<map_expr<Op, A...>> {
+struct variables_of<internal::map_expr<Op, A...>> {
     using type = typename concat_lists<typename variables_of<A>::type...>::type;
     static constexpr obstacle blocked = first_obstacle(variables_of<A>::blocked...);
 };
 
 template <class E, class L>
-struct variables_of<remap_expr<E, L>> {
+struct variables_of<internal::remap_expr<E, L>> {
     using type = typename variables_of<E>::type;
     static constexpr bool passes = std::is_same_v<type, type_list<>> || broadcast_layout<typename E::shape, L>();
     static constexpr obstacle blocked =
@@ -83,7 +83,7 @@ struct variables_of<remap_expr<E, L>> {
 };
 
 template <template <class> class Op, class E, class Axes, bool Keep>
-struct variables_of<reduce_expr<Op, E, Axes, Keep>> {
+struct variables_of<internal::reduce_expr<Op, E, Axes, Keep>> {
     using type = type_list<>;  // a reduction is materialised first: its variables are out of reach
     static constexpr obstacle blocked =
         std::is_same_v<typename variables_of<E>::type, type_list<>> ? variables_of<E>::blocked : obstacle::reduction;
@@ -158,7 +158,7 @@ struct broadcast_axes {
         return a;
     }();
     template <std::size_t... J>
-    static auto reduction(std::index_sequence<J...>) -> reduction_axes<Full, static_cast<int>(axes[J])...>;
+    static auto reduction(std::index_sequence<J...>) -> internal::reduction_axes<Full, static_cast<int>(axes[J])...>;
     using type = decltype(reduction(std::make_index_sequence<count>{}));
 };
 
@@ -167,7 +167,7 @@ struct broadcast_axes {
 template <class Part, class N>
 auto broadcast_sum(const N& node)
 {
-    return reduce_expr<reductions::sum, N, typename broadcast_axes<Part, typename N::shape>::type, false>{{}, node};
+    return internal::reduce_expr<reductions::sum, N, typename broadcast_axes<Part, typename N::shape>::type, false>{{}, node};
 }
 
 }  // namespace tenet::detail::ad

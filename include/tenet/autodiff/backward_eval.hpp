@@ -38,18 +38,18 @@ namespace tenet::detail::ad {
 template <class E>
 struct is_map_eval : std::false_type {};
 template <class Op, class... Es>
-struct is_map_eval<map_eval<Op, Es...>> : std::true_type {};
+struct is_map_eval<internal::map_eval<Op, Es...>> : std::true_type {};
 
 template <class E>
 struct is_remap_eval : std::false_type {};
 template <class Ev, class L>
-struct is_remap_eval<remap_eval<Ev, L>> : std::true_type {};
+struct is_remap_eval<internal::remap_eval<Ev, L>> : std::true_type {};
 
 template <class Op>
 struct no_rule_message {
     static constexpr auto text()
     {
-        return fixed_string("tenet: gradients: no derivative rule for ") + op_name<Op>() +
+        return fixed_string("tenet: gradients: no derivative rule for ") + internal::op_name<Op>() +
                fixed_string(" (a functor given to tenet::map differentiates itself with a derivative<J>(x...) member)");
     }
 };
@@ -60,7 +60,7 @@ struct differentiable : std::false_type {};
 template <std::size_t I, class Leaf>
 struct differentiable<var_eval<I, Leaf>> : std::true_type {};
 template <class Ev, class L>
-struct differentiable<remap_eval<Ev, L>> : differentiable<Ev> {};
+struct differentiable<internal::remap_eval<Ev, L>> : differentiable<Ev> {};
 
 template <class Op, class... Es, std::size_t... J>
 constexpr bool any_operand_flows(std::index_sequence<J...>)
@@ -72,7 +72,7 @@ constexpr bool any_operand_flows(std::index_sequence<J...>)
 template <class Op, class... Es>
 constexpr bool map_differentiable()
 {
-    if constexpr (!is_floating_v<typename map_eval<Op, Es...>::value_type> || !(differentiable<Es>::value || ...)) {
+    if constexpr (!is_floating_v<typename internal::map_eval<Op, Es...>::value_type> || !(differentiable<Es>::value || ...)) {
         return false;
     } else {
         constexpr bool defined = rule_for<Op, typename Es::value_type...>::defined;
@@ -83,7 +83,7 @@ constexpr bool map_differentiable()
 }
 
 template <class Op, class... Es>
-struct differentiable<map_eval<Op, Es...>> : std::bool_constant<map_differentiable<Op, Es...>()> {};
+struct differentiable<internal::map_eval<Op, Es...>> : std::bool_constant<map_differentiable<Op, Es...>()> {};
 
 // Does the evaluator read a variable?
 template <class E>
@@ -91,9 +91,9 @@ struct holds_variable : std::false_type {};
 template <std::size_t I, class Leaf>
 struct holds_variable<var_eval<I, Leaf>> : std::true_type {};
 template <class Ev, class L>
-struct holds_variable<remap_eval<Ev, L>> : holds_variable<Ev> {};
+struct holds_variable<internal::remap_eval<Ev, L>> : holds_variable<Ev> {};
 template <class Op, class... Es>
-struct holds_variable<map_eval<Op, Es...>> : std::bool_constant<(holds_variable<Es>::value || ...)> {};
+struct holds_variable<internal::map_eval<Op, Es...>> : std::bool_constant<(holds_variable<Es>::value || ...)> {};
 
 // The operand positions of a map_eval E.
 template <class E>
@@ -111,7 +111,7 @@ struct shared_variable {};
 // layout broadcast to the expression's shape.
 template <class VarNode, class Shape>
 using variable_leaf_t = leaf_eval<const typename VarNode::operand_type::element_type,
-                                  layout_from_t<transformed<broadcast_transform<Shape>,
+                                  layout_from_t<internal::transformed<internal::broadcast_transform<Shape>,
                                                             typename VarNode::operand_type::layout>>>;
 
 // Tapes: a node's forward value, and its operands' tapes.
@@ -153,7 +153,7 @@ template <class E, class Index>
 TENET_HD auto load_at(const E& e, Index i);
 
 template <class Op, class... Es, class Index, std::size_t... J>
-TENET_HD auto load_operands_at(const map_eval<Op, Es...>& e, Index i, std::index_sequence<J...>)
+TENET_HD auto load_operands_at(const internal::map_eval<Op, Es...>& e, Index i, std::index_sequence<J...>)
 {
     return make_value_pack(load_at(get<J>(e.operands), i)...);
 }
@@ -171,7 +171,7 @@ template <std::size_t K, class E, class Index>
 TENET_HD auto load_chunk(const E& e, Index i);
 
 template <std::size_t K, class Op, class... Es, class Index, std::size_t... J>
-TENET_HD auto load_operands_chunk(const map_eval<Op, Es...>& e, Index i, std::index_sequence<J...>)
+TENET_HD auto load_operands_chunk(const internal::map_eval<Op, Es...>& e, Index i, std::index_sequence<J...>)
 {
     return make_value_pack(load_chunk<K>(get<J>(e.operands), i)...);
 }
@@ -208,11 +208,11 @@ template <class E, class Loaded, class Variables>
 TENET_HD auto forward(const E& e, const Loaded& loaded, std::size_t k, const Variables& variables);
 
 template <class Op, class... Es, class Loaded, class Variables, std::size_t... J>
-TENET_HD auto forward_map(const map_eval<Op, Es...>& e, const Loaded& loaded, std::size_t k, const Variables& variables,
+TENET_HD auto forward_map(const internal::map_eval<Op, Es...>& e, const Loaded& loaded, std::size_t k, const Variables& variables,
                           std::index_sequence<J...>)
 {
     const auto children = make_value_pack(forward(get<J>(e.operands), get<J>(loaded), k, variables)...);
-    using V = typename map_eval<Op, Es...>::value_type;
+    using V = typename internal::map_eval<Op, Es...>::value_type;
     return node_tape<V, decltype(children)>{e.op(get<J>(children).value...), children};
 }
 
@@ -241,7 +241,7 @@ template <class E, class Tape, class G, class Slots>
 TENET_HD void backward(const E& e, const Tape& tape, G g, Slots& slots);
 
 template <std::size_t J, class Op, class... Es, class Tape, class G, class Slots, std::size_t... All>
-TENET_HD void backward_operand(const map_eval<Op, Es...>& e, const Tape& tape, G g, Slots& slots,
+TENET_HD void backward_operand(const internal::map_eval<Op, Es...>& e, const Tape& tape, G g, Slots& slots,
                                std::index_sequence<All...>)
 {
     using operand = std::tuple_element_t<J, std::tuple<Es...>>;
@@ -253,7 +253,7 @@ TENET_HD void backward_operand(const map_eval<Op, Es...>& e, const Tape& tape, G
 }
 
 template <class Op, class... Es, class Tape, class G, class Slots, std::size_t... J>
-TENET_HD void backward_map(const map_eval<Op, Es...>& e, const Tape& tape, G g, Slots& slots,
+TENET_HD void backward_map(const internal::map_eval<Op, Es...>& e, const Tape& tape, G g, Slots& slots,
                           std::index_sequence<J...> all)
 {
     (backward_operand<J>(e, tape, g, slots, all), ...);
@@ -319,7 +319,7 @@ TENET_UNROLL
     // the variables are leaves of the expression: visited there
     auto reads() const { return make_value_pack(expression, upstream); }
 
-    static constexpr std::size_t smallest_element = smallest_element_of<Forward, Dy>;
+    static constexpr std::size_t smallest_element = internal::smallest_element_of<Forward, Dy>;
 
 private:
     template <class Index, std::size_t... I>

@@ -120,7 +120,7 @@ struct rule<ops::extremum<Greatest>> : every_operand {
         using R = arithmetic_t<A, B>;
         const R x = convert<R>(a), z = convert<R>(b);
         const bool beats = Greatest ? z > x : z < x;
-        const bool first = ops::detail::is_nan(x) || (!ops::detail::is_nan(z) && !beats);
+        const bool first = x != x || (z == z && !beats);  // a NaN operand wins, as forward
         return first == (J == 0) ? g : G(0);
     }
 };

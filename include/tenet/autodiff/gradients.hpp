@@ -120,7 +120,7 @@ std::array<const void*, N> variable_memory(const Forward& forward)
 {
     std::array<const void*, N> seen{};
     visit_variables(forward, [&](const auto& variable) {
-        require_memory(variable);
+        internal::require_memory(variable);
         const void*& first = seen[std::remove_cvref_t<decltype(variable)>::index];
         if (first == nullptr) first = variable.data;
         if (first != static_cast<const void*>(variable.data))
@@ -177,7 +177,7 @@ struct gradient_store {
         return all_aligned<K>(targets);
     }
 
-    static constexpr std::size_t smallest_element = smallest_element_of<D...>;
+    static constexpr std::size_t smallest_element = internal::smallest_element_of<D...>;
 
 private:
     template <class Index, class Values, std::size_t... I>
@@ -269,7 +269,7 @@ private:
         constexpr bool shape_ok = std::is_same_v<typename View::shape, typename variable::shape>;
         static_assert(diagnose<shape_ok, destination_shape_message<I, typename View::shape, typename variable::shape>>::value);
         // writable, not a broadcast view, places, nvcc for Device
-        return shape_ok && check_assignment<View, gradient_expr<I, E, Dy, typename variable::shape>>();
+        return shape_ok && internal::check_assignment<View, gradient_expr<I, E, Dy, typename variable::shape>>();
     }
 
     template <class... Views, std::size_t... I>
@@ -286,7 +286,7 @@ private:
         if constexpr (broadcast_variable<E, I>) {
             return context.template scratch<slot_t<E, I>, typename E::shape>().view().prepare(context);
         } else {
-            check_operands(out, source);
+            internal::check_operands(out, source);
             return out;
         }
     }
@@ -308,10 +308,10 @@ private:
         exec_context<place> context(current_stream());
         const auto source = prepare_backward(expression, upstream, context, all);
         const auto outs = make_value_pack(std::get<I>(destinations).prepare(context)...);
-        (require_memory(get<I>(outs)), ...);
-        check_disjoint(outs, all);
+        (internal::require_memory(get<I>(outs)), ...);
+        internal::check_disjoint(outs, all);
         const auto targets = make_value_pack(target<I>(get<I>(outs), source, context)...);
-        run_elementwise<place>(make_value_pack(make_gradient_store<typename E::shape>(targets)),
+        internal::run_elementwise<place>(make_value_pack(make_gradient_store<typename E::shape>(targets)),
                                make_value_pack(source), context.stream());
         (finish<I>(std::get<I>(destinations), get<I>(targets), context), ...);
     }
@@ -321,7 +321,7 @@ template <class E, class Dy>
 auto upstream_node(Dy&& dy)
 {
     using V = typename E::value_type;
-    if constexpr (scalar_value<std::decay_t<Dy>>) return scalar_expr<V>{scalar_as<V>(dy)};
+    if constexpr (scalar_value<std::decay_t<Dy>>) return scalar_expr<V>{internal::scalar_as<V>(dy)};
     else return as_node(std::forward<Dy>(dy));
 }
 
@@ -351,13 +351,13 @@ template <class E, class Dy>
     requires(expression<std::decay_t<E>> && (expression<std::decay_t<Dy>> || scalar_value<std::decay_t<Dy>>))
 auto gradients(E&& e, Dy&& dy)
 {
-    using N = detail::node_t<E>;
+    using N = node_t<E>;
     auto upstream = detail::ad::upstream_node<N>(std::forward<Dy>(dy));
     using U = decltype(upstream);
     if constexpr (detail::ad::check_differentiation<N, U>()) {
-        using B = decltype(detail::broadcast_node<typename N::shape>(std::move(upstream)));
-        return detail::ad::gradients_expr<N, B>{detail::as_node(std::forward<E>(e)),
-                                                detail::broadcast_node<typename N::shape>(std::move(upstream))};
+        using B = decltype(internal::broadcast_node<typename N::shape>(std::move(upstream)));
+        return detail::ad::gradients_expr<N, B>{as_node(std::forward<E>(e)),
+                                                internal::broadcast_node<typename N::shape>(std::move(upstream))};
     } else {
         return detail::ad::failed_gradients{};
     }
@@ -368,26 +368,26 @@ template <std::size_t I, class E, class Dy>
     requires(expression<std::decay_t<E>> && (expression<std::decay_t<Dy>> || scalar_value<std::decay_t<Dy>>))
 auto gradient(E&& e, Dy&& dy)
 {
-    using N = detail::node_t<E>;
+    using N = node_t<E>;
     auto upstream = detail::ad::upstream_node<N>(std::forward<Dy>(dy));
     using U = decltype(upstream);
     if constexpr (detail::ad::check_differentiation<N, U>()) {
         constexpr bool present = I < detail::ad::variables_t<N>::count;
-        static_assert(detail::diagnose<present, detail::ad::no_variable_message<I>>::value);
+        static_assert(diagnose<present, detail::ad::no_variable_message<I>>::value);
         if constexpr (present) {
-            using B = decltype(detail::broadcast_node<typename N::shape>(std::move(upstream)));
+            using B = decltype(internal::broadcast_node<typename N::shape>(std::move(upstream)));
             constexpr bool broadcast = detail::ad::broadcast_variable<N, I>;
             // a broadcast variable: the per-element contributions, then their sum
             using S = std::conditional_t<broadcast, typename N::shape, typename detail::ad::variable_t<N, I>::shape>;
-            detail::ad::gradient_expr<I, N, B, S> g{detail::as_node(std::forward<E>(e)),
-                                                    detail::broadcast_node<typename N::shape>(std::move(upstream))};
+            detail::ad::gradient_expr<I, N, B, S> g{as_node(std::forward<E>(e)),
+                                                    internal::broadcast_node<typename N::shape>(std::move(upstream))};
             if constexpr (broadcast) return detail::ad::summed_gradient_expr<I, N, B>{{}, g};
             else return g;
         } else {
-            return detail::failed_expression{};
+            return internal::failed_expression{};
         }
     } else {
-        return detail::failed_expression{};
+        return internal::failed_expression{};
     }
 }
 

@@ -12,7 +12,7 @@
 #include <utility>
 
 namespace tenet {
-namespace detail {
+namespace detail::ad {
 
 // The leaf's own evaluator, tagged with the variable's number: it loads,
 // aligns and reports its leaves as the plain leaf does.
@@ -44,7 +44,7 @@ struct is_var_eval : std::false_type {};
 template <std::size_t I, class Leaf>
 struct is_var_eval<var_eval<I, Leaf>> : std::true_type {};
 
-}  // namespace detail
+}  // namespace detail::ad
 
 // var<I>(x): x (a tensor or a view of one, of a floating type) as variable I.
 // Lvalue tensors are held by reference, like any operand: x must outlive the
@@ -53,15 +53,15 @@ template <std::size_t I, class T>
     requires expression<std::decay_t<T>>
 auto var(T&& t)
 {
-    using N = detail::node_t<T>;
+    using N = node_t<T>;
     constexpr bool leaf = is_tensor_view<N>::value || is_tensor<N>::value;
     static_assert(leaf, "tenet: var<I>(t): t must be a tensor or a view of one (mark the tensors inside an "
                         "expression, not the expression)");
     if constexpr (leaf) {
         static_assert(is_floating_v<typename N::element_type>, "tenet: var<I>(t): t must hold a floating type");
-        return detail::var_expr<I, N>{detail::as_node(std::forward<T>(t))};
+        return detail::ad::var_expr<I, N>{as_node(std::forward<T>(t))};
     } else {
-        return detail::failed_expression{};
+        return internal::failed_expression{};
     }
 }
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::detail::exec {
 
 template <class MA, class MB>
 constexpr bool same_dims(const MA& a, const MB& b)
@@ -95,4 +95,15 @@ void check_operands(const Dst& destination, const Src& source)
         true);
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::exec
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::exec::same_layout_v;
+using detail::exec::same_mapping;
+using detail::exec::byte_range;
+using detail::exec::overlaps;
+using detail::exec::require_memory;
+using detail::exec::operand_name;
+using detail::exec::check_operands;
+}  // namespace tenet::internal

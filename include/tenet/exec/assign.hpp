@@ -21,7 +21,7 @@
 #include <utility>
 
 namespace tenet {
-namespace detail {
+namespace detail::exec {
 
 template <class DestinationShape, class ExpressionShape>
 struct shape_mismatch_in_assignment {
@@ -77,14 +77,16 @@ constexpr bool check_assignment()
     return distinct_ok && writable_ok && shapes_ok && places_ok;
 }
 
-// Src writes its value into a Dst itself (detail::materialises).
+}  // namespace detail::exec
+
+// Src writes its value into a Dst itself (materialises).
 template <class Src, class Dst, class Context>
 concept writes_into = requires(const Src& source, const Dst& destination, Context& context) {
     source.assign_into(destination, context);
 };
 
 // The one hook for right-hand sides evaluated their own way. By default a
-// node with assign_into (detail::materialises: a reduction, a row op, a
+// node with assign_into (materialises: a reduction, a row op, a
 // GEMM) writes straight into a destination of its shape; linalg/
 // specialises this for relu(matmul(x, w) + b) and its kin (one GEMM with a
 // fused epilogue). assign returns std::true_type when it wrote the
@@ -106,11 +108,13 @@ struct assignment_pattern {
     }
 };
 
+namespace detail::exec {
+
 template <class Src, class Dst>
 auto source_node(const Src& source)
 {
     using V = compute_t<typename Dst::element_type>;
-    if constexpr (scalar_value<Src>) return scalar_expr<V>{scalar_as<V>(source)};
+    if constexpr (scalar_value<Src>) return scalar_expr<V>{internal::scalar_as<V>(source)};
     else return as_node(source);  // a Tensor is read through its view
 }
 
@@ -125,8 +129,8 @@ void run_elementwise(const Dsts& dsts, const Srcs& srcs, [[maybe_unused]] stream
     } else {
 #if TENET_CUDA_COMPILER
         // K: 16 bytes of the narrowest element any leaf or destination holds
-        constexpr std::size_t dst_smallest = pack_traits<Dsts>::smallest_element;
-        constexpr std::size_t src_smallest = pack_traits<Srcs>::smallest_element;
+        constexpr std::size_t dst_smallest = internal::pack_traits<Dsts>::smallest_element;
+        constexpr std::size_t src_smallest = internal::pack_traits<Srcs>::smallest_element;
         constexpr std::size_t smallest = dst_smallest < src_smallest ? dst_smallest : src_smallest;
         constexpr std::size_t k = smallest >= 16 ? 1 : 16 / smallest;
         const bool vector_path = all_aligned<k>(dsts) && all_aligned<k>(srcs);
@@ -145,28 +149,28 @@ void check_disjoint(const value_pack<D...>& dsts, std::index_sequence<I...>)
             if (overlap(ranges[a], ranges[b])) throw aliasing_error("tenet: tie(...): two destinations share memory");
 }
 
-}  // namespace detail
+}  // namespace detail::exec
 
 template <class Dst, class Src>
 void assign(const Dst& destination, const Src& source)
 {
-    auto dst = detail::destination_view(destination);
+    auto dst = detail::exec::destination_view(destination);
     using D = decltype(dst);
-    auto src_node = detail::source_node<Src, D>(source);
+    auto src_node = detail::exec::source_node<Src, D>(source);
     using S = decltype(src_node);
-    if constexpr (detail::check_assignment<D, S>()) {
+    if constexpr (detail::exec::check_assignment<D, S>()) {
         using place = compute_place_t<typename D::place>;
-        detail::exec_context<place> context(current_stream());
+        detail::exec::exec_context<place> context(current_stream());
         auto dst_eval = dst.prepare(context);
-        detail::require_memory(dst_eval);
-        const auto written = detail::assignment_pattern<S>::assign(src_node, dst, context);
+        detail::exec::require_memory(dst_eval);
+        const auto written = assignment_pattern<S>::assign(src_node, dst, context);
         if constexpr (!std::is_same_v<std::remove_const_t<decltype(written)>, std::true_type>) {
             if (!written) {
                 auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
-                if constexpr (detail::check_evaluator<decltype(src_eval)>()) {
-                    detail::check_operands(dst_eval, src_eval);
-                    detail::run_elementwise<place>(detail::make_value_pack(dst_eval),
-                                                   detail::make_value_pack(src_eval), context.stream());
+                if constexpr (internal::check_evaluator<decltype(src_eval)>()) {
+                    detail::exec::check_operands(dst_eval, src_eval);
+                    detail::exec::run_elementwise<place>(make_value_pack(dst_eval),
+                                                   make_value_pack(src_eval), context.stream());
                 }
             }
         }
@@ -177,10 +181,10 @@ void assign(const Dst& destination, const Src& source)
 template <class D, scalar_value V>
 void fill(D&& destination, V value)
 {
-    assign(detail::destination_view(destination), value);
+    assign(detail::exec::destination_view(destination), value);
 }
 
-namespace detail {
+namespace detail::exec {
 
 template <class DestinationShape, class ExpressionShape>
 struct shape_mismatch_in_compound_assignment {
@@ -212,40 +216,40 @@ void compound_assign(D& destination, const Src& source, Combine combine)
     }
 }
 
-}  // namespace detail
+}  // namespace detail::exec
 
 // y += e, y -= e, y *= e, y /= e for any expression or scalar e: y = y op e,
 // one kernel (one loop nest on the host); y += matmul(a, b) accumulates in
 // the GEMM (beta = 1 on the device).
-template <detail::compound_destination D, class E>
+template <detail::exec::compound_destination D, class E>
     requires(expression<std::decay_t<E>> || scalar_value<E>)
 D&& operator+=(D&& destination, const E& source)
 {
-    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d + e; });
+    detail::exec::compound_assign(destination, source, [](const auto& d, const auto& e) { return d + e; });
     return std::forward<D>(destination);
 }
 
-template <detail::compound_destination D, class E>
+template <detail::exec::compound_destination D, class E>
     requires(expression<std::decay_t<E>> || scalar_value<E>)
 D&& operator-=(D&& destination, const E& source)
 {
-    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d - e; });
+    detail::exec::compound_assign(destination, source, [](const auto& d, const auto& e) { return d - e; });
     return std::forward<D>(destination);
 }
 
-template <detail::compound_destination D, class E>
+template <detail::exec::compound_destination D, class E>
     requires(expression<std::decay_t<E>> || scalar_value<E>)
 D&& operator*=(D&& destination, const E& source)
 {
-    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d * e; });
+    detail::exec::compound_assign(destination, source, [](const auto& d, const auto& e) { return d * e; });
     return std::forward<D>(destination);
 }
 
-template <detail::compound_destination D, class E>
+template <detail::exec::compound_destination D, class E>
     requires(expression<std::decay_t<E>> || scalar_value<E>)
 D&& operator/=(D&& destination, const E& source)
 {
-    detail::compound_assign(destination, source, [](const auto& d, const auto& e) { return d / e; });
+    detail::exec::compound_assign(destination, source, [](const auto& d, const auto& e) { return d / e; });
     return std::forward<D>(destination);
 }
 
@@ -259,7 +263,7 @@ template <class... E>
     requires(expression<std::decay_t<E>> && ...)
 auto pack(E&&... expressions)
 {
-    return expression_pack<detail::node_t<E>...>{{detail::as_node(std::forward<E>(expressions))...}};
+    return expression_pack<node_t<E>...>{{as_node(std::forward<E>(expressions))...}};
 }
 
 template <class... Views>
@@ -274,8 +278,8 @@ public:
         using first = std::tuple_element_t<0, std::tuple<Views...>>;
         static_assert((std::is_same_v<typename Views::shape, typename first::shape> && ...),
                       "tenet: tie(...): all destinations must have the same shape (they share one traversal)");
-        if constexpr ((detail::check_assignment<Views, E>() && ...)) {
-            detail::exec_context<compute_place_t<typename first::place>> context(current_stream());
+        if constexpr ((detail::exec::check_assignment<Views, E>() && ...)) {
+            detail::exec::exec_context<compute_place_t<typename first::place>> context(current_stream());
             run(sources, context, std::index_sequence_for<Views...>{});
         }
     }
@@ -292,16 +296,16 @@ private:
     template <class Pack, class Context, std::size_t... I>
     void run(const Pack& sources, Context& context, std::index_sequence<I...>) const
     {
-        const auto dsts = detail::make_value_pack(std::get<I>(views_).prepare(context)...);
-        const auto srcs = detail::make_value_pack(
+        const auto dsts = make_value_pack(std::get<I>(views_).prepare(context)...);
+        const auto srcs = make_value_pack(
             broadcast_to<typename std::tuple_element_t<I, std::tuple<Views...>>::shape>(std::get<I>(sources.expressions))
                 .prepare(context)...);
-        (detail::require_memory(detail::get<I>(dsts)), ...);
+        (detail::exec::require_memory(get<I>(dsts)), ...);
         // every source is read at the index each destination is written at
-        const auto check_against_sources = [&](const auto& dst) { (detail::check_operands(dst, detail::get<I>(srcs)), ...); };
-        (check_against_sources(detail::get<I>(dsts)), ...);
-        detail::check_disjoint(dsts, std::index_sequence<I...>{});
-        detail::run_elementwise<compute_place_t<typename std::tuple_element_t<0, std::tuple<Views...>>::place>>(
+        const auto check_against_sources = [&](const auto& dst) { (detail::exec::check_operands(dst, get<I>(srcs)), ...); };
+        (check_against_sources(get<I>(dsts)), ...);
+        detail::exec::check_disjoint(dsts, std::index_sequence<I...>{});
+        detail::exec::run_elementwise<compute_place_t<typename std::tuple_element_t<0, std::tuple<Views...>>::place>>(
             dsts, srcs, context.stream());
     }
 
@@ -312,7 +316,19 @@ private:
 template <class... D>
 auto tie(D&... destinations)
 {
-    return tie_t<decltype(detail::destination_view(destinations))...>(detail::destination_view(destinations)...);
+    return tie_t<decltype(detail::exec::destination_view(destinations))...>(detail::exec::destination_view(destinations)...);
 }
 
 }  // namespace tenet
+
+namespace tenet {
+using detail::exec::destination_view;
+}  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::exec::writes_each_element_once;
+using detail::exec::check_assignment;
+using detail::exec::run_elementwise;
+using detail::exec::check_disjoint;
+}  // namespace tenet::internal

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace tenet::detail {
+namespace tenet::detail::exec {
 
 template <class Place>
 class exec_context {
@@ -35,4 +35,8 @@ private:
     std::vector<std::shared_ptr<void>> scratch_;
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::exec
+
+namespace tenet {
+using detail::exec::exec_context;
+}  // namespace tenet

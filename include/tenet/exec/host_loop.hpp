@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace tenet::detail {
+namespace tenet::detail::exec {
 
 inline constexpr std::size_t host_block = 4096;
 
@@ -38,4 +38,4 @@ void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I.
     }
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::exec

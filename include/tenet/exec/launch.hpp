@@ -19,7 +19,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace tenet::detail {
+namespace tenet::detail::exec {
 
 inline constexpr int block_threads = 256;
 
@@ -113,4 +113,15 @@ void launch_elementwise(const Dsts& dsts, const Srcs& srcs, bool vector_path, st
 
 #endif
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::exec
+
+namespace tenet {
+using detail::exec::block_threads;
+using detail::exec::grid_for;
+using detail::exec::kernel_index;
+}  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::exec::current_device_shape;
+}  // namespace tenet::internal

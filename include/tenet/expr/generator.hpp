@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace tenet::detail {
+namespace tenet::detail::expr {
 
 template <class G>
 struct generator_eval : memoryless_eval {
@@ -58,4 +58,4 @@ struct iota_generator {
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::expr

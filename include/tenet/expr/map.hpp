@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-namespace tenet::detail {
+namespace tenet::detail::expr {
 
 template <class Op, class... Evals>
 struct map_eval : reads_evaluators<map_eval<Op, Evals...>> {
@@ -74,4 +74,11 @@ struct map_expr {
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::expr
+
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::map_eval;
+using detail::expr::map_expr;
+}  // namespace tenet::internal

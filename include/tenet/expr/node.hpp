@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace tenet::detail {
+namespace tenet::detail::expr {
 
 template <class E>
 auto as_node(E&& e)
@@ -80,7 +80,7 @@ struct pack_traits;
 template <class... T>
 struct pack_traits<value_pack<T...>> {
     static constexpr std::size_t smallest_element = smallest_element_of<T...>;
-    static constexpr bool evaluators = (check_evaluator<T>() && ...);
+    static constexpr bool evaluators = (internal::check_evaluator<T>() && ...);
 };
 
 // Nodes that compute their value with work of their own (a reduction, a row
@@ -136,4 +136,20 @@ private:
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::expr
+
+namespace tenet {
+using detail::expr::as_node;
+using detail::expr::node_t;
+using detail::expr::value_pack;
+using detail::expr::get;
+using detail::expr::make_value_pack;
+using detail::expr::materialises;
+using detail::expr::reads_evaluators;
+}  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::smallest_element_of;
+using detail::expr::pack_traits;
+}  // namespace tenet::internal

@@ -13,7 +13,7 @@
 #include <utility>
 
 namespace tenet {
-namespace detail {
+namespace detail::expr {
 
 template <class... E>
 struct broadcast_all;
@@ -118,16 +118,16 @@ auto make_binary(A&& a, B&& b)
     return make_map(Op{}, operand<A, B>(std::forward<A>(a)), operand<B, A>(std::forward<B>(b)));
 }
 
-}  // namespace detail
+}  // namespace detail::expr
 
 // The operators and named functions of two operands (expressions or a plain
 // number beside an expression), each one fused node: name, then its functor.
 #define TENET_BINARY_FUNCTION(name, op)                                              \
     template <class A, class B>                                                      \
-        requires detail::binary_operands<A, B>                                       \
+        requires detail::expr::binary_operands<A, B>                                       \
     auto name(A&& a, B&& b)                                                          \
     {                                                                                \
-        return detail::make_binary<ops::op>(std::forward<A>(a), std::forward<B>(b)); \
+        return detail::expr::make_binary<ops::op>(std::forward<A>(a), std::forward<B>(b)); \
     }
 TENET_BINARY_FUNCTION(operator+, plus)
 TENET_BINARY_FUNCTION(operator-, minus)
@@ -157,7 +157,7 @@ TENET_BINARY_FUNCTION(logical_xor, logical_xor)
         requires expression<std::decay_t<E>>                    \
     auto name(E&& e)                                            \
     {                                                           \
-        return detail::make_map(ops::op{}, std::forward<E>(e)); \
+        return detail::expr::make_map(ops::op{}, std::forward<E>(e)); \
     }
 TENET_UNARY_FUNCTION(operator-, negate)
 TENET_UNARY_FUNCTION(operator!, logical_not)
@@ -186,15 +186,15 @@ TENET_UNARY_FUNCTION(softplus, softplus)
 #undef TENET_UNARY_FUNCTION
 
 template <class E> requires expression<std::decay_t<E>>
-auto leaky_relu(E&& e, f32 slope = 0.01f) { return detail::make_map(ops::leaky_relu{slope}, std::forward<E>(e)); }
+auto leaky_relu(E&& e, f32 slope = 0.01f) { return detail::expr::make_map(ops::leaky_relu{slope}, std::forward<E>(e)); }
 template <class E> requires expression<std::decay_t<E>>
-auto elu(E&& e, f32 alpha = 1.0f) { return detail::make_map(ops::elu{alpha}, std::forward<E>(e)); }
+auto elu(E&& e, f32 alpha = 1.0f) { return detail::expr::make_map(ops::elu{alpha}, std::forward<E>(e)); }
 
 template <class E, scalar_value Lo, scalar_value Hi> requires expression<std::decay_t<E>>
 auto clamp(E&& e, Lo lo, Hi hi)
 {
-    using V = detail::weak_scalar_t<typename std::decay_t<E>::value_type, std::common_type_t<Lo, Hi>>;
-    return detail::make_map(ops::clamp<V>{detail::scalar_as<V>(lo), detail::scalar_as<V>(hi)}, std::forward<E>(e));
+    using V = detail::expr::weak_scalar_t<typename std::decay_t<E>::value_type, std::common_type_t<Lo, Hi>>;
+    return detail::expr::make_map(ops::clamp<V>{detail::expr::scalar_as<V>(lo), detail::expr::scalar_as<V>(hi)}, std::forward<E>(e));
 }
 
 // where(condition, a, b): a where condition is true (nonzero), else b.
@@ -205,19 +205,19 @@ auto where(C&& condition, A&& a, B&& b)
     auto value_operand = [](auto&& x, auto&& other) -> decltype(auto) {
         using X = std::decay_t<decltype(x)>;
         using O = std::decay_t<decltype(other)>;
-        if constexpr (scalar_value<X> && expression<O>) return detail::scalar_operand<typename O::value_type>(x);
-        else if constexpr (scalar_value<X>) return detail::scalar_expr<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>{detail::scalar_as<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>(x)};
+        if constexpr (scalar_value<X> && expression<O>) return detail::expr::scalar_operand<typename O::value_type>(x);
+        else if constexpr (scalar_value<X>) return detail::expr::scalar_expr<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>{detail::expr::scalar_as<compute_t<std::conditional_t<std::is_floating_point_v<X>, f32, i32>>>(x)};
         else return std::forward<decltype(x)>(x);
     };
     auto condition_operand = [](auto&& c) -> decltype(auto) {
-        if constexpr (scalar_value<std::decay_t<decltype(c)>>) return detail::scalar_expr<bool>{static_cast<bool>(c)};
+        if constexpr (scalar_value<std::decay_t<decltype(c)>>) return detail::expr::scalar_expr<bool>{static_cast<bool>(c)};
         else return std::forward<decltype(c)>(c);
     };
-    return detail::make_map(ops::select{}, condition_operand(std::forward<C>(condition)),
+    return detail::expr::make_map(ops::select{}, condition_operand(std::forward<C>(condition)),
                             value_operand(std::forward<A>(a), b), value_operand(std::forward<B>(b), a));
 }
 
-namespace detail {
+namespace detail::expr {
 
 // The value type plain-number operands of tenet::map take: the first
 // expression operand's (as for a binary operator).
@@ -233,7 +233,7 @@ template <class F, class... V>
 concept elementwise_functor = std::is_trivially_copyable_v<F> && std::is_invocable_v<const F&, V...> &&
                               element<std::remove_cvref_t<std::invoke_result_t<const F&, V...>>>;
 
-}  // namespace detail
+}  // namespace detail::expr
 
 // map(f, xs...): a user's elementwise operation, fused exactly like the
 // built-ins (the same single kernel or loop nest, the same vector loads).
@@ -257,24 +257,33 @@ template <class F, class... E>
              (expression<std::decay_t<E>> || ...))
 auto map(F f, E&&... operands)
 {
-    using V = typename detail::first_expression_value<E...>::type;
+    using V = typename detail::expr::first_expression_value<E...>::type;
     auto as_operand = [](auto&& x) -> decltype(auto) {
-        if constexpr (scalar_value<std::decay_t<decltype(x)>>) return detail::scalar_operand<V>(x);
+        if constexpr (scalar_value<std::decay_t<decltype(x)>>) return detail::expr::scalar_operand<V>(x);
         else return std::forward<decltype(x)>(x);
     };
-    using nodes = std::tuple<detail::node_t<decltype(as_operand(std::declval<E>()))>...>;
+    using nodes = std::tuple<detail::expr::node_t<decltype(as_operand(std::declval<E>()))>...>;
     constexpr bool callable = []<class... N>(std::tuple<N...>*) {
-        return detail::elementwise_functor<F, typename N::value_type...>;
+        return detail::expr::elementwise_functor<F, typename N::value_type...>;
     }(static_cast<nodes*>(nullptr));
     static_assert(callable,
                   "tenet: map(f, xs...): f must be trivially copyable and callable with the operands' compute values "
                   "(f32 for f16/bf16/fp8 storage), returning a tenet element type (f32, f64, i32, bool, ...)");
-    if constexpr (callable) return detail::make_map(f, as_operand(std::forward<E>(operands))...);
-    else return detail::failed_expression{};
+    if constexpr (callable) return detail::expr::make_map(f, as_operand(std::forward<E>(operands))...);
+    else return detail::expr::failed_expression{};
 }
 
 // cast<T>(e): round each element to T (tenet::convert), continue in T's compute type.
 template <class T, class E> requires(element<T> && expression<std::decay_t<E>>)
-auto cast(E&& e) { return detail::make_map(ops::cast_to<T>{}, std::forward<E>(e)); }
+auto cast(E&& e) { return detail::expr::make_map(ops::cast_to<T>{}, std::forward<E>(e)); }
 
 }  // namespace tenet
+
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::op_name;
+using detail::expr::located_t;
+using detail::expr::failed_expression;
+using detail::expr::make_map;
+}  // namespace tenet::internal

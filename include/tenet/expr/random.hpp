@@ -13,7 +13,7 @@
 #include <cstdint>
 
 namespace tenet {
-namespace detail {
+namespace detail::expr {
 
 using philox_block = std::array<std::uint32_t, 4>;
 
@@ -97,27 +97,27 @@ struct counted_bernoulli_generator {
     }
 };
 
-}  // namespace detail
+}  // namespace detail::expr
 
 // Uniform in [low, high).
 template <shape_type S>
 auto random_uniform(std::uint64_t seed, std::uint64_t offset = 0, f32 low = 0.0f, f32 high = 1.0f)
 {
-    return detail::generator_expr<detail::uniform_generator, S>{{{seed, offset}, low, high}};
+    return detail::expr::generator_expr<detail::expr::uniform_generator, S>{{{seed, offset}, low, high}};
 }
 
 // Normal with the given mean and standard deviation.
 template <shape_type S>
 auto random_normal(std::uint64_t seed, std::uint64_t offset = 0, f32 mean = 0.0f, f32 stddev = 1.0f)
 {
-    return detail::generator_expr<detail::normal_generator, S>{{{seed, offset}, mean, stddev}};
+    return detail::expr::generator_expr<detail::expr::normal_generator, S>{{{seed, offset}, mean, stddev}};
 }
 
 // true with the given probability.
 template <shape_type S>
 auto bernoulli(f32 probability, std::uint64_t seed, std::uint64_t offset = 0)
 {
-    return detail::generator_expr<detail::bernoulli_generator, S>{{{seed, offset}, probability}};
+    return detail::expr::generator_expr<detail::expr::bernoulli_generator, S>{{{seed, offset}, probability}};
 }
 
 // bernoulli with offset ^ counter as the offset, counter being a rank-0 f64
@@ -130,7 +130,7 @@ template <shape_type S, class Counter>
              std::is_same_v<std::remove_const_t<typename Counter::element_type>, f64>)
 auto bernoulli(f32 probability, std::uint64_t seed, const Counter& counter, std::uint64_t offset = 0)
 {
-    return detail::generator_expr<detail::counted_bernoulli_generator, S, typename Counter::place>{
+    return detail::expr::generator_expr<detail::expr::counted_bernoulli_generator, S, typename Counter::place>{
         {seed, offset, counter.data(), probability}};
 }
 
@@ -140,8 +140,8 @@ template <shape_type S, scalar_value V = int>
 auto iota(V start = 0, V step = 1)
 {
     using value = std::conditional_t<std::is_floating_point_v<V>, f32, i32>;
-    return detail::generator_expr<detail::iota_generator<value>, S>{
-        {detail::scalar_as<value>(start), detail::scalar_as<value>(step)}};
+    return detail::expr::generator_expr<detail::expr::iota_generator<value>, S>{
+        {detail::expr::scalar_as<value>(start), detail::expr::scalar_as<value>(step)}};
 }
 
 }  // namespace tenet

@@ -7,7 +7,7 @@
 #include "../shape/layout.hpp"
 #include "node.hpp"
 
-namespace tenet::detail {
+namespace tenet::detail::expr {
 
 template <class Eval, class L>
 struct remap_eval : reads_evaluators<remap_eval<Eval, L>> {
@@ -62,4 +62,10 @@ struct remap_expr {
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::expr
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::remap_eval;
+using detail::expr::remap_expr;
+}  // namespace tenet::internal

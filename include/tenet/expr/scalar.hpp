@@ -5,7 +5,7 @@
 #include "../numeric/vec.hpp"
 #include "node.hpp"
 
-namespace tenet::detail {
+namespace tenet::detail::expr {
 
 // What evaluators that read no memory share: nothing to align, no leaves.
 struct memoryless_eval {
@@ -75,7 +75,7 @@ constexpr V scalar_as(S s)
     }
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::expr
 
 namespace tenet {
 
@@ -85,7 +85,16 @@ template <shape_type S, scalar_value V>
 auto full(V value)
 {
     using T = std::conditional_t<std::is_floating_point_v<V>, f32, i32>;
-    return detail::scalar_expr<T, S>{detail::scalar_as<T>(value)};
+    return detail::expr::scalar_expr<T, S>{detail::expr::scalar_as<T>(value)};
 }
 
+}  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::scalar_as;
+}  // namespace tenet::internal
+
+namespace tenet {
+using detail::expr::scalar_expr;
 }  // namespace tenet

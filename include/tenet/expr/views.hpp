@@ -14,7 +14,7 @@
 #include <utility>
 
 namespace tenet {
-namespace detail {
+namespace detail::expr {
 
 template <class T>
 struct is_scalar_expr : std::false_type {};
@@ -35,7 +35,7 @@ auto view_source(E&& e)
 // the row-major index space of any other expression.
 template <class Transform, class Base>
 struct transformed {
-    static constexpr auto value = Transform::apply(values_of<Base>());
+    static constexpr auto value = Transform::apply(internal::values_of<Base>());
 };
 
 template <class Transform, class E>
@@ -136,15 +136,15 @@ struct axis_message {
     }
 };
 
-}  // namespace detail
+}  // namespace detail::expr
 
 template <shape_type To, class E>
     requires expression<std::decay_t<E>>
 auto broadcast_to(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(detail::diagnose<broadcasts_to_v<From, To>, detail::broadcast_message<From, To>>::value);
-    return detail::broadcast_node<To>(std::forward<E>(e));
+    static_assert(diagnose<broadcasts_to_v<From, To>, detail::expr::broadcast_message<From, To>>::value);
+    return detail::expr::broadcast_node<To>(std::forward<E>(e));
 }
 
 template <shape_type To, class E>
@@ -152,18 +152,18 @@ template <shape_type To, class E>
 auto reshape(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(detail::diagnose<From::numel == To::numel, detail::reshape_message<From, To>>::value);
-    auto node = detail::view_source(std::forward<E>(e));
+    static_assert(diagnose<From::numel == To::numel, detail::expr::reshape_message<From, To>>::value);
+    auto node = detail::expr::view_source(std::forward<E>(e));
     using N = decltype(node);
     if constexpr (!(From::numel == To::numel)) {
         // a well-formed stand-in of the asked-for shape: the error above stays the only one
-        return detail::scalar_expr<typename N::value_type, To>{};
+        return detail::expr::scalar_expr<typename N::value_type, To>{};
     } else if constexpr (is_tensor_view<N>::value && index_map<typename N::layout>::contiguous) {
         using element = std::remove_pointer_t<decltype(node.data())>;
         using L = contiguous_layout<To, N::layout::offset>;
         return TensorView<element, L, typename N::place>(node.data());
     } else {
-        return detail::remap_expr<N, contiguous_layout<To>>{std::move(node)};
+        return detail::expr::remap_expr<N, contiguous_layout<To>>{std::move(node)};
     }
 }
 
@@ -173,9 +173,9 @@ template <std::size_t... Order, class E>
 auto permute(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(sizeof...(Order) == S::rank && detail::is_permutation<S::rank>({Order...}),
+    static_assert(sizeof...(Order) == S::rank && internal::is_permutation<S::rank>({Order...}),
                   "tenet: permute<...>: the axes must be a permutation of 0 .. rank-1");
-    return detail::apply_view<detail::permute_transform<Order...>>(std::forward<E>(e));
+    return detail::expr::apply_view<detail::expr::permute_transform<Order...>>(std::forward<E>(e));
 }
 
 // Swaps the last two dimensions.
@@ -196,12 +196,12 @@ template <std::size_t Axis, std::size_t Begin, std::size_t End, std::size_t Step
 auto slice(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::diagnose<(Axis < S::rank), detail::axis_message<S, Axis>>::value);
+    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_message<S, Axis>>::value);
     if constexpr (Axis < S::rank) {
         static_assert(Begin < End && End <= S::extents[Axis] && Step > 0,
                       "tenet: slice<Axis, Begin, End, Step>: needs Begin < End <= extent and Step > 0");
     }
-    return detail::apply_view<detail::slice_transform<Axis, Begin, End, Step>>(std::forward<E>(e));
+    return detail::expr::apply_view<detail::expr::slice_transform<Axis, Begin, End, Step>>(std::forward<E>(e));
 }
 
 // Inserts a dimension of extent 1 before dimension Axis (Axis == rank appends).
@@ -210,8 +210,8 @@ template <std::size_t Axis, class E>
 auto unsqueeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::diagnose<(Axis <= S::rank), detail::axis_message<S, Axis>>::value);
-    return detail::apply_view<detail::unsqueeze_transform<Axis>>(std::forward<E>(e));
+    static_assert(diagnose<(Axis <= S::rank), detail::expr::axis_message<S, Axis>>::value);
+    return detail::expr::apply_view<detail::expr::unsqueeze_transform<Axis>>(std::forward<E>(e));
 }
 
 // Removes dimension Axis, which must have extent 1.
@@ -220,10 +220,17 @@ template <std::size_t Axis, class E>
 auto squeeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(detail::diagnose<(Axis < S::rank), detail::axis_message<S, Axis>>::value);
+    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_message<S, Axis>>::value);
     if constexpr (Axis < S::rank)
         static_assert(S::extents[Axis] == 1, "tenet: squeeze: the dimension's extent is not 1");
-    return detail::apply_view<detail::squeeze_transform<Axis>>(std::forward<E>(e));
+    return detail::expr::apply_view<detail::expr::squeeze_transform<Axis>>(std::forward<E>(e));
 }
 
 }  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::transformed;
+using detail::expr::broadcast_transform;
+using detail::expr::broadcast_node;
+}  // namespace tenet::internal

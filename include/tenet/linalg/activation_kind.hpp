@@ -49,8 +49,8 @@ namespace detail {
 template <activation Act, class E>
 auto activate(E&& e)
 {
-    if constexpr (Act == activation::none) return ::tenet::detail::as_node(std::forward<E>(e));
-    else return ::tenet::detail::make_map(activation_op<Act>{}, std::forward<E>(e));
+    if constexpr (Act == activation::none) return ::tenet::as_node(std::forward<E>(e));
+    else return ::tenet::internal::make_map(activation_op<Act>{}, std::forward<E>(e));
 }
 
 // Op'(x): the functor's own derivative as an elementwise functor.
@@ -71,7 +71,7 @@ auto derivative(E&& pre)
 {
     static_assert(Act == activation::gelu || Act == activation::gelu_tanh,
                   "tenet: internal: only GELU derivatives are taken from the pre-activation");
-    return ::tenet::detail::make_map(derivative_of<activation_op<Act>>{}, std::forward<E>(pre));
+    return ::tenet::internal::make_map(derivative_of<activation_op<Act>>{}, std::forward<E>(pre));
 }
 
 }  // namespace detail

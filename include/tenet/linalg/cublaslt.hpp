@@ -49,7 +49,7 @@
 #include <tuple>
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 inline void check_cublas(cublasStatus_t status, const char* call)
 {
@@ -432,6 +432,6 @@ bool lt_gemm(const lt_pointers& p, stream_ref stream, lt_scaling scaling = {})
     return plan->template run<Problem, Epilogue>(handle, p, workspace, stream.get(), scaling);
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::linalg::detail
 
 #endif  // TENET_CUDA_COMPILER

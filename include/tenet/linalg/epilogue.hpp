@@ -19,7 +19,7 @@
 #include <tuple>
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 template <class E>
 inline constexpr bool is_matmul = false;
@@ -42,8 +42,8 @@ struct epilogue_pattern<matmul_expr<P, A, B>> {
 };
 
 template <class P, class A, class B, class E>
-struct epilogue_pattern<map_expr<ops::plus, matmul_expr<P, A, B>, E>> {
-    using src = map_expr<ops::plus, matmul_expr<P, A, B>, E>;
+struct epilogue_pattern<tenet::internal::map_expr<ops::plus, matmul_expr<P, A, B>, E>> {
+    using src = tenet::internal::map_expr<ops::plus, matmul_expr<P, A, B>, E>;
     static constexpr bool matches = true;
     static constexpr linalg::activation act = linalg::activation::none;
     static const matmul_expr<P, A, B>& product(const src& e) { return std::get<0>(e.operands); }
@@ -52,8 +52,8 @@ struct epilogue_pattern<map_expr<ops::plus, matmul_expr<P, A, B>, E>> {
 
 template <class E, class P, class A, class B>
     requires(!is_matmul<E>)
-struct epilogue_pattern<map_expr<ops::plus, E, matmul_expr<P, A, B>>> {
-    using src = map_expr<ops::plus, E, matmul_expr<P, A, B>>;
+struct epilogue_pattern<tenet::internal::map_expr<ops::plus, E, matmul_expr<P, A, B>>> {
+    using src = tenet::internal::map_expr<ops::plus, E, matmul_expr<P, A, B>>;
     static constexpr bool matches = true;
     static constexpr linalg::activation act = linalg::activation::none;
     static const matmul_expr<P, A, B>& product(const src& e) { return std::get<1>(e.operands); }
@@ -66,8 +66,8 @@ using linalg::activation_of;
 template <class Op, class Inner>
     requires(activation_of<Op> != linalg::activation::none && epilogue_pattern<Inner>::matches &&
              epilogue_pattern<Inner>::act == linalg::activation::none)
-struct epilogue_pattern<map_expr<Op, Inner>> {
-    using src = map_expr<Op, Inner>;
+struct epilogue_pattern<tenet::internal::map_expr<Op, Inner>> {
+    using src = tenet::internal::map_expr<Op, Inner>;
     using inner = epilogue_pattern<Inner>;
     static constexpr bool matches = true;
     static constexpr linalg::activation act = activation_of<Op>;
@@ -75,19 +75,23 @@ struct epilogue_pattern<map_expr<Op, Inner>> {
     static decltype(auto) bias(const src& e) { return inner::bias(std::get<0>(e.operands)); }
 };
 
+}  // namespace tenet::linalg::detail
+
+namespace tenet {
+
 // The hook in assign(): a matching right-hand side of the destination's
 // shape is written by assign_product.
 template <class Op, class... Operands>
-    requires epilogue_pattern<map_expr<Op, Operands...>>::matches
-struct assignment_pattern<map_expr<Op, Operands...>> {
-    using src = map_expr<Op, Operands...>;
-    using pattern = epilogue_pattern<src>;
+    requires linalg::detail::epilogue_pattern<internal::map_expr<Op, Operands...>>::matches
+struct assignment_pattern<internal::map_expr<Op, Operands...>> {
+    using src = internal::map_expr<Op, Operands...>;
+    using pattern = linalg::detail::epilogue_pattern<src>;
 
     template <class Dst, class Context>
     static auto assign(const src& e, const Dst& dst, Context& context)
     {
         if constexpr (std::is_same_v<typename src::shape, typename Dst::shape>) {
-            assign_product<pattern::act>(pattern::product(e), pattern::bias(e), dst, context);
+            linalg::detail::assign_product<pattern::act>(pattern::product(e), pattern::bias(e), dst, context);
             return std::true_type{};
         } else {
             return std::false_type{};
@@ -95,4 +99,4 @@ struct assignment_pattern<map_expr<Op, Operands...>> {
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet

@@ -18,7 +18,7 @@
 
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 // What a GEMM stores its inputs in, accumulates in, and its math mode.
 template <class Storage, class Accumulate, matmul_math Math = matmul_math::standard>
@@ -126,7 +126,7 @@ void require_data(const Views&... views)
 template <class Dst, class... Views>
 bool overlaps_any(const Dst& destination, const Views&... operands)
 {
-    const byte_range d{destination.data() + Dst::layout::offset, destination.data() + Dst::layout::max_offset + 1};
+    const tenet::internal::byte_range d{destination.data() + Dst::layout::offset, destination.data() + Dst::layout::max_offset + 1};
     return (overlap(d, {operands.data() + Views::layout::offset, operands.data() + Views::layout::max_offset + 1}) || ...);
 }
 
@@ -167,4 +167,4 @@ void run_gemm(const AV& a, const BV& b, const DV& d, [[maybe_unused]] Context& c
     }
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::linalg::detail

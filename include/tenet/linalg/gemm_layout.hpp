@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 enum class matrix_order { row_major, column_major, other };
 
@@ -88,4 +88,4 @@ struct gemm_problem {
     static constexpr gemm_dims dims = make_gemm_dims<FA, FB, FD>();
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::linalg::detail

@@ -31,7 +31,7 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 #if TENET_HAS_EIGEN
 template <class T, bool ColumnMajor>
@@ -68,4 +68,4 @@ void host_gemm([[maybe_unused]] const T* a, [[maybe_unused]] const T* b, [[maybe
 #endif
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::linalg::detail

@@ -40,7 +40,7 @@
 namespace tenet::linalg {
 namespace detail {
 
-using namespace ::tenet::detail;
+
 
 // The largest K whose int32 sums cannot overflow: K * (-128)^2 <= 2^31 - 1.
 inline constexpr std::size_t int8_gemm_max_k = 131071;
@@ -50,8 +50,8 @@ struct int8_gemm_shapes_do_not_fit {
     static constexpr auto text()
     {
         return fixed_string("tenet: int8_gemm(acc, x, w) needs x [M, K], w [N, K], acc [M, N]; got x ") +
-               shape_name<SX>::text() + fixed_string(", w ") + shape_name<SW>::text() + fixed_string(", acc ") +
-               shape_name<SA>::text();
+               tenet::shape_name<SX>::text() + fixed_string(", w ") + tenet::shape_name<SW>::text() + fixed_string(", acc ") +
+               tenet::shape_name<SA>::text();
     }
 };
 
@@ -154,9 +154,9 @@ auto first_of(const V& v)
 template <class Acc, class X, class W>
 void int8_gemm(Acc&& acc, const X& x, const W& w)
 {
-    const auto xv = detail::as_view(x);
-    const auto wv = detail::as_view(w);
-    const auto av = detail::as_view(acc);
+    const auto xv = tenet::as_view(x);
+    const auto wv = tenet::as_view(w);
+    const auto av = tenet::as_view(acc);
     using check = detail::int8_gemm_check<decltype(xv), decltype(wv), decltype(av)>;
     check::assert_all();
     if constexpr (check::ok) {

@@ -80,7 +80,7 @@ inline constexpr bool has_rank = S::rank == Rank;
 template <class S>
 constexpr auto named(auto name)
 {
-    return fixed_string(", ") + name + fixed_string(" ") + shape_name<S>::text();
+    return fixed_string(", ") + name + fixed_string(" ") + tenet::shape_name<S>::text();
 }
 
 template <class X, class W, class B, class Y>
@@ -93,7 +93,7 @@ struct forward_shapes {
     {
         return fixed_string("tenet: linear_forward: y = act(x w^T + b) needs x [M, In], w [Out, In], b [Out], "
                             "y [M, Out]; got x ") +
-               shape_name<X>::text() + named<W>(fixed_string("w")) + named<B>(fixed_string("b")) +
+               tenet::shape_name<X>::text() + named<W>(fixed_string("w")) + named<B>(fixed_string("b")) +
                named<Y>(fixed_string("y"));
     }
 };
@@ -107,7 +107,7 @@ struct weight_shapes {
     {
         return fixed_string("tenet: linear_backward_weights: dw = dz^T x needs dz [M, Out], x [M, In], "
                             "dw [Out, In]; got dz ") +
-               shape_name<DZ>::text() + named<X>(fixed_string("x")) + named<DW>(fixed_string("dw"));
+               tenet::shape_name<DZ>::text() + named<X>(fixed_string("x")) + named<DW>(fixed_string("dw"));
     }
 };
 
@@ -119,7 +119,7 @@ struct input_shapes {
     static constexpr auto text()
     {
         return fixed_string("tenet: linear backward: dx = dz w needs dz [M, Out], w [Out, In], dx [M, In]; got dz ") +
-               shape_name<DZ>::text() + named<W>(fixed_string("w")) + named<DX>(fixed_string("dx"));
+               tenet::shape_name<DZ>::text() + named<W>(fixed_string("w")) + named<DX>(fixed_string("dx"));
     }
 };
 
@@ -130,7 +130,7 @@ inline constexpr bool is_vector_of = V::rank == 1 && V::extents[0] == N;
 template <class E>
 auto input_node(const E& e)
 {
-    return ::tenet::detail::as_node(e);
+    return ::tenet::as_node(e);
 }
 
 template <class Aux, activation Act, class Storage, class S, class Place>
@@ -173,9 +173,9 @@ void linear_forward(Y&& y, const X& x, const W& w, const B& b)
     using check = detail::forward_shapes<typename X::shape, typename W::shape, typename B::shape,
                                          typename std::decay_t<Y>::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     else
-        assign(tenet::detail::destination_view(y), detail::activate<Act>(matmul(x, transpose(w)) + b));
+        assign(tenet::destination_view(y), detail::activate<Act>(matmul(x, transpose(w)) + b));
 }
 
 // y = act(x W^T + b), and aux for linear_backward_input_act.
@@ -183,41 +183,41 @@ template <activation Act, class Y, class Aux, class X, class W, class B>
 void linear_forward(Y&& y_out, [[maybe_unused]] Aux& aux, const X& x_in, const W& w_in, const B& b_in)
 {
     using namespace tenet::detail;
-    const auto y = destination_view(y_out);
+    const auto y = tenet::destination_view(y_out);
     using YV = std::remove_const_t<decltype(y)>;
     using check = detail::forward_shapes<typename X::shape, typename W::shape, typename B::shape, typename YV::shape>;
     if constexpr (!check::ok) {
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     } else if constexpr (Act == activation::none) {
         linear_forward<Act>(y, x_in, w_in, b_in);
     } else {
         constexpr std::size_t m = check::m, n = check::out;
         using place = compute_place_t<typename YV::place>;
-        using Prec = default_gemm_precision<node_t<const X&>, node_t<const W&>>;
+        using Prec = detail::default_gemm_precision<tenet::node_t<const X&>, tenet::node_t<const W&>>;
         static_assert(detail::is_aux_for<Aux, Act, typename Prec::storage, Shape<m, n>, typename YV::place>,
                       "tenet: linear_forward: aux must be linalg::aux_tensor_t<Act, Storage, Shape<M, Out>, Place> "
                       "for this activation, storage type, shape and place");
         exec_context<place> context(current_stream());
-        const auto x = gemm_input<Prec>(detail::input_node(x_in), context);
-        const auto wt = gemm_input<Prec>(transpose(detail::input_node(w_in)), context);
+        const auto x = detail::gemm_input<Prec>(detail::input_node(x_in), context);
+        const auto wt = detail::gemm_input<Prec>(transpose(detail::input_node(w_in)), context);
         const auto b = detail::input_node(b_in);
-        require_data(y, aux, x, wt);
+        detail::require_data(y, aux, x, wt);
 #if TENET_CUDA_COMPILER
-        if constexpr (!on_host<place> && Act != activation::gelu && writable_in_place<Prec, place, YV> &&
-                      bias_vector<std::remove_const_t<decltype(b)>>()) {
+        if constexpr (!detail::on_host<place> && Act != activation::gelu && detail::writable_in_place<Prec, place, YV> &&
+                      detail::bias_vector<std::remove_const_t<decltype(b)>>()) {
             constexpr bool relu = Act == activation::relu;
-            constexpr lt_epilogue kind = relu ? lt_epilogue::relu_aux_bias : lt_epilogue::gelu_tanh_aux_bias;
+            constexpr detail::lt_epilogue kind = relu ? detail::lt_epilogue::relu_aux_bias : detail::lt_epilogue::gelu_tanh_aux_bias;
             constexpr std::size_t aux_ld = relu ? detail::relu_mask_row_bits(n) : detail::gelu_aux_ld(n);
             using aux_element = typename Aux::element_type;
             const auto aux_view = aux.view();
-            if (!overlaps_any(y, x, wt, b) && !overlaps_any(aux_view, x, wt, b, y) &&
+            if (!detail::overlaps_any(y, x, wt, b) && !detail::overlaps_any(aux_view, x, wt, b, y) &&
                 detail::lt_linear<kind, typename B::element_type, aux_element, aux_ld, Prec>(
-                    x, wt, y, first_element(b), aux.data(), context))
+                    x, wt, y, detail::first_element(b), aux.data(), context))
                 return;
         }
 #endif
         auto& product = context.template scratch<typename Prec::accumulate, Shape<m, n>>();
-        run_gemm<Prec>(x, wt, product.view(), context);
+        detail::run_gemm<Prec>(x, wt, product.view(), context);
         const auto pre = std::as_const(product).view() + b;
         if constexpr (Act == activation::relu) {
             assign(y, relu(pre));
@@ -235,22 +235,22 @@ void linear_backward_weights(DW&& dw, const DZ& dz, const X& x)
 {
     using check = detail::weight_shapes<typename std::decay_t<DW>::shape, typename DZ::shape, typename X::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     else
-        assign(tenet::detail::destination_view(dw), matmul(transpose(dz), x));
+        assign(tenet::destination_view(dw), matmul(transpose(dz), x));
 }
 
 template <class DW, class DB, class DZ, class X>
 void linear_backward_weights(DW&& dw_out, DB&& db_out, const DZ& dz_in, const X& x_in)
 {
     using namespace tenet::detail;
-    const auto dw = destination_view(dw_out);
-    const auto db = destination_view(db_out);
+    const auto dw = tenet::destination_view(dw_out);
+    const auto db = tenet::destination_view(db_out);
     using DWV = std::remove_const_t<decltype(dw)>;
     using DBV = std::remove_const_t<decltype(db)>;
     using check = detail::weight_shapes<typename DWV::shape, typename DZ::shape, typename X::shape>;
     if constexpr (!check::ok) {
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     } else {
         static_assert(detail::is_vector_of<typename DBV::shape, check::out>,
                       "tenet: linear_backward_weights: db must be a vector [Out] (dz's last extent)");
@@ -258,16 +258,16 @@ void linear_backward_weights(DW&& dw_out, DB&& db_out, const DZ& dz_in, const X&
         const auto x = detail::input_node(x_in);
 #if TENET_CUDA_COMPILER
         using place = compute_place_t<typename DWV::place>;
-        if constexpr (!on_host<place>) {
-            using Prec = default_gemm_precision<node_t<const DZ&>, node_t<const X&>>;
-            if constexpr (writable_in_place<Prec, place, DWV> && bias_vector<DBV>()) {
+        if constexpr (!detail::on_host<place>) {
+            using Prec = detail::default_gemm_precision<node_t<const DZ&>, node_t<const X&>>;
+            if constexpr (detail::writable_in_place<Prec, place, DWV> && detail::bias_vector<DBV>()) {
                 exec_context<place> context(current_stream());
-                const auto dzt = gemm_input<Prec>(transpose(dz), context);
-                const auto xs = gemm_input<Prec>(x, context);
-                require_data(dw, db, dzt, xs);
-                if (!overlaps_any(dw, dzt, xs, db) && !overlaps_any(db, dzt, xs) &&
-                    detail::lt_linear<lt_epilogue::bgradb, typename DBV::element_type, void, 0, Prec>(
-                        dzt, xs, dw, first_element(db), nullptr, context))
+                const auto dzt = detail::gemm_input<Prec>(transpose(dz), context);
+                const auto xs = detail::gemm_input<Prec>(x, context);
+                detail::require_data(dw, db, dzt, xs);
+                if (!detail::overlaps_any(dw, dzt, xs, db) && !detail::overlaps_any(db, dzt, xs) &&
+                    detail::lt_linear<detail::lt_epilogue::bgradb, typename DBV::element_type, void, 0, Prec>(
+                        dzt, xs, dw, detail::first_element(db), nullptr, context))
                     return;
             }
         }
@@ -283,9 +283,9 @@ void linear_backward_input(DX&& dx, const DZ& dz, const W& w)
 {
     using check = detail::input_shapes<typename std::decay_t<DX>::shape, typename DZ::shape, typename W::shape>;
     if constexpr (!check::ok)
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     else
-        assign(tenet::detail::destination_view(dx), matmul(dz, w));
+        assign(tenet::destination_view(dx), matmul(dz, w));
 }
 
 // dz_prev = (dz W) * act'(pre_prev), db_prev = sum of dz_prev's rows.
@@ -293,47 +293,47 @@ template <activation Act, class DZP, class DBP, class DZ, class W, class Aux>
 void linear_backward_input_act(DZP&& dz_prev_out, DBP&& db_prev_out, const DZ& dz_in, const W& w_in, const Aux& aux)
 {
     using namespace tenet::detail;
-    const auto dz_prev = destination_view(dz_prev_out);
-    const auto db_prev = destination_view(db_prev_out);
+    const auto dz_prev = tenet::destination_view(dz_prev_out);
+    const auto db_prev = tenet::destination_view(db_prev_out);
     using DZPV = std::remove_const_t<decltype(dz_prev)>;
     using DBPV = std::remove_const_t<decltype(db_prev)>;
     using check = detail::input_shapes<typename DZPV::shape, typename DZ::shape, typename W::shape>;
     if constexpr (!check::ok) {
-        static_assert(tenet::detail::diagnose<check::ok, check>::value);
+        static_assert(tenet::diagnose<check::ok, check>::value);
     } else {
         constexpr std::size_t m = check::m, n = check::in;
         static_assert(detail::is_vector_of<typename DBPV::shape, n>,
                       "tenet: linear_backward_input_act: db_prev must be a vector [In] (w's last extent)");
         using place = compute_place_t<typename DZPV::place>;
-        using Prec = default_gemm_precision<node_t<const DZ&>, node_t<const W&>>;
+        using Prec = detail::default_gemm_precision<tenet::node_t<const DZ&>, tenet::node_t<const W&>>;
         static_assert(detail::is_aux_for<Aux, Act, typename Prec::storage, Shape<m, n>, typename DZPV::place>,
                       "tenet: linear_backward_input_act: aux_prev must be the linalg::aux_tensor_t<Act, Storage, "
                       "Shape<M, In>, Place> its forward wrote");
         exec_context<place> context(current_stream());
-        const auto dz = gemm_input<Prec>(detail::input_node(dz_in), context);
-        const auto w = gemm_input<Prec>(detail::input_node(w_in), context);
-        require_data(dz_prev, db_prev, dz, w);
+        const auto dz = detail::gemm_input<Prec>(detail::input_node(dz_in), context);
+        const auto w = detail::gemm_input<Prec>(detail::input_node(w_in), context);
+        detail::require_data(dz_prev, db_prev, dz, w);
 #if TENET_CUDA_COMPILER
-        if constexpr (!on_host<place> && (Act == activation::relu || Act == activation::gelu_tanh) &&
-                      writable_in_place<Prec, place, DZPV> && bias_vector<DBPV>()) {
+        if constexpr (!detail::on_host<place> && (Act == activation::relu || Act == activation::gelu_tanh) &&
+                      detail::writable_in_place<Prec, place, DZPV> && detail::bias_vector<DBPV>()) {
             constexpr bool relu = Act == activation::relu;
-            constexpr lt_epilogue kind = relu ? lt_epilogue::drelu_bgrad : lt_epilogue::dgelu_tanh_bgrad;
+            constexpr detail::lt_epilogue kind = relu ? detail::lt_epilogue::drelu_bgrad : detail::lt_epilogue::dgelu_tanh_bgrad;
             constexpr std::size_t aux_ld = relu ? detail::relu_mask_row_bits(n) : detail::gelu_aux_ld(n);
-            require_data(aux);
-            if (!overlaps_any(dz_prev, dz, w, db_prev, aux.view()) && !overlaps_any(db_prev, dz, w, aux.view()) &&
+            detail::require_data(aux);
+            if (!detail::overlaps_any(dz_prev, dz, w, db_prev, aux.view()) && !detail::overlaps_any(db_prev, dz, w, aux.view()) &&
                 detail::lt_linear<kind, typename DBPV::element_type, typename Aux::element_type, aux_ld, Prec>(
-                    dz, w, dz_prev, first_element(db_prev), aux.data(), context))
+                    dz, w, dz_prev, detail::first_element(db_prev), aux.data(), context))
                 return;
         }
 #endif
         auto& product = context.template scratch<typename Prec::accumulate, Shape<m, n>>();
-        run_gemm<Prec>(dz, w, product.view(), context);
+        detail::run_gemm<Prec>(dz, w, product.view(), context);
         const auto s = std::as_const(product).view();
         if constexpr (Act == activation::none) {
             assign(dz_prev, s);
             assign(db_prev, sum<0>(s));
         } else {
-            require_data(aux);
+            detail::require_data(aux);
             const auto grad = s * detail::saved_derivative<Act, m, n>(aux);
             assign(dz_prev, grad);
             assign(db_prev, sum<0>(grad));

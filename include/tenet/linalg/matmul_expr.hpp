@@ -29,7 +29,7 @@
 #include <utility>
 
 namespace tenet {
-namespace detail {
+namespace linalg::detail {
 
 template <class SA, class SB>
 struct matmul_shapes {
@@ -53,7 +53,7 @@ struct matmul_shapes {
 };
 
 template <class SA, class SB>
-constexpr auto matmul_operands() { return shape_name<SA>::text() + fixed_string(" x ") + shape_name<SB>::text(); }
+constexpr auto matmul_operands() { return tenet::shape_name<SA>::text() + fixed_string(" x ") + tenet::shape_name<SB>::text(); }
 
 template <class SA, class SB>
 struct matmul_needs_rank_2_or_3 {
@@ -74,8 +74,8 @@ template <class SA, class PA, class SB, class PB>
 struct matmul_mixes_places {
     static constexpr auto text()
     {
-        return fixed_string("tenet: matmul mixes places: ") + shape_name<SA>::text() + fixed_string(" in ") +
-               PA::name() + fixed_string(" x ") + shape_name<SB>::text() + fixed_string(" in ") + PB::name();
+        return fixed_string("tenet: matmul mixes places: ") + tenet::shape_name<SA>::text() + fixed_string(" in ") +
+               PA::name() + fixed_string(" x ") + tenet::shape_name<SB>::text() + fixed_string(" in ") + PB::name();
     }
 };
 
@@ -112,7 +112,7 @@ template <class NA, class NB>
 using default_gemm_precision = gemm_precision<default_storage_t<NA, NB>, compute_t<default_storage_t<NA, NB>>>;
 
 template <class Prec, class A, class B>
-struct matmul_expr : ::tenet::detail::materialises<matmul_expr<Prec, A, B>> {
+struct matmul_expr : ::tenet::materialises<matmul_expr<Prec, A, B>> {
     using precision = Prec;
     using shape = typename matmul_shapes<typename A::shape, typename B::shape>::shape;
     using value_type = typename Prec::accumulate;
@@ -132,8 +132,8 @@ struct matmul_expr : ::tenet::detail::materialises<matmul_expr<Prec, A, B>> {
 template <class Prec, class A, class B>
 auto make_matmul(A&& a, B&& b)
 {
-    using NA = node_t<A>;
-    using NB = node_t<B>;
+    using NA = tenet::node_t<A>;
+    using NB = tenet::node_t<B>;
     using SA = typename NA::shape;
     using SB = typename NB::shape;
     using shapes = matmul_shapes<SA, SB>;
@@ -146,20 +146,20 @@ auto make_matmul(A&& a, B&& b)
     static_assert(types_ok, "tenet: matmul multiplies f32, f64, f16 or bf16 elements (int8 and fp8 GEMMs are not "
                             "supported yet)");
     if constexpr (shapes::ok && places_ok && types_ok)
-        return matmul_expr<Prec, NA, NB>{{}, as_node(std::forward<A>(a)), as_node(std::forward<B>(b))};
+        return matmul_expr<Prec, NA, NB>{{}, tenet::as_node(std::forward<A>(a)), tenet::as_node(std::forward<B>(b))};
     else
-        return failed_expression{};
+        return tenet::internal::failed_expression{};
 }
 
-}  // namespace detail
+}  // namespace linalg::detail
 
 // matmul(a, b): the precision follows the operands (see above).
 template <class A, class B>
     requires(expression<std::decay_t<A>> && expression<std::decay_t<B>>)
 auto matmul(A&& a, B&& b)
 {
-    using precision = detail::default_gemm_precision<detail::node_t<A>, detail::node_t<B>>;
-    return detail::make_matmul<precision>(std::forward<A>(a), std::forward<B>(b));
+    using precision = linalg::detail::default_gemm_precision<node_t<A>, node_t<B>>;
+    return linalg::detail::make_matmul<precision>(std::forward<A>(a), std::forward<B>(b));
 }
 
 // matmul<Policy>(a, b): operands stored as Policy::storage (converted once
@@ -168,7 +168,7 @@ template <class Policy, class A, class B>
     requires(precision_policy<Policy> && expression<std::decay_t<A>> && expression<std::decay_t<B>>)
 auto matmul(A&& a, B&& b)
 {
-    return detail::make_matmul<detail::gemm_precision_of<Policy>>(std::forward<A>(a), std::forward<B>(b));
+    return linalg::detail::make_matmul<linalg::detail::gemm_precision_of<Policy>>(std::forward<A>(a), std::forward<B>(b));
 }
 
 }  // namespace tenet

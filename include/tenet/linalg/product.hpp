@@ -31,7 +31,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace tenet::detail {
+namespace tenet::linalg::detail {
 
 struct no_bias {};
 
@@ -88,8 +88,8 @@ bias_alias bias_alias_of(const DstEval& dst, const Eval& bias)
     bias_alias found = bias_alias::none;
     bias.visit_leaves(
         [&](const auto& leaf, bool direct) {
-            if (!overlaps(dst, leaf)) return;
-            if (!(direct && same_mapping(dst, leaf))) found = bias_alias::other;
+            if (!tenet::internal::overlaps(dst, leaf)) return;
+            if (!(direct && tenet::internal::same_mapping(dst, leaf))) found = bias_alias::other;
             else if (found == bias_alias::none) found = bias_alias::destination;
         },
         true);
@@ -212,4 +212,4 @@ void assign_product(const Product& product, const Bias& bias, const Dst& dst, Co
     }
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::linalg::detail

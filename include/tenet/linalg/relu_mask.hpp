@@ -25,7 +25,7 @@ constexpr std::size_t relu_mask_row_bytes(std::size_t n) { return relu_mask_row_
 
 // Byte i of the mask from the pre-activation (row-major [M, N]).
 template <class Eval, std::size_t N, std::size_t RowBytes>
-struct relu_mask_pack_eval : ::tenet::detail::reads_evaluators<relu_mask_pack_eval<Eval, N, RowBytes>> {
+struct relu_mask_pack_eval : ::tenet::reads_evaluators<relu_mask_pack_eval<Eval, N, RowBytes>> {
     using value_type = i8;
     Eval pre;
 
@@ -41,9 +41,9 @@ TENET_UNROLL
     }
 
     template <std::size_t K, class Index>
-    TENET_HD ::tenet::detail::vec<i8, K> chunk(Index i) const
+    TENET_HD ::tenet::vec<i8, K> chunk(Index i) const
     {
-        return ::tenet::detail::chunk_by_elements<K>(*this, i);
+        return ::tenet::chunk_by_elements<K>(*this, i);
     }
 
     template <std::size_t K>
@@ -53,7 +53,7 @@ TENET_UNROLL
     }
 
     static constexpr bool reads_at_own_index = false;  // 8 elements per byte written
-    auto reads() const { return ::tenet::detail::make_value_pack(pre); }
+    auto reads() const { return ::tenet::make_value_pack(pre); }
 
     static constexpr std::size_t smallest_element = Eval::smallest_element;
 };
@@ -78,9 +78,9 @@ struct relu_mask_pack_expr {
 template <class E>
 auto relu_mask_pack(E&& pre)
 {
-    using N = ::tenet::detail::node_t<E>;
+    using N = ::tenet::node_t<E>;
     return relu_mask_pack_expr<N, relu_mask_row_bytes(N::shape::extents[1])>{
-        ::tenet::detail::as_node(std::forward<E>(pre))};
+        ::tenet::as_node(std::forward<E>(pre))};
 }
 
 // relu'(pre) read from the mask: 1 where the bit is set, else 0.
@@ -88,7 +88,7 @@ template <std::size_t M, std::size_t N>
 struct relu_mask_read_eval {
     static constexpr std::size_t row_bytes = relu_mask_row_bytes(N);
     using value_type = f32;
-    using bytes_leaf = ::tenet::detail::leaf_eval<const i8, contiguous_layout<Shape<M, row_bytes>>>;
+    using bytes_leaf = ::tenet::leaf_eval<const i8, contiguous_layout<Shape<M, row_bytes>>>;
     bytes_leaf bytes;
 
     template <class Index>
@@ -100,9 +100,9 @@ struct relu_mask_read_eval {
     }
 
     template <std::size_t K, class Index>
-    TENET_HD ::tenet::detail::vec<f32, K> chunk(Index i) const
+    TENET_HD ::tenet::vec<f32, K> chunk(Index i) const
     {
-        return ::tenet::detail::chunk_by_elements<K>(*this, i);
+        return ::tenet::chunk_by_elements<K>(*this, i);
     }
 
     template <std::size_t K>

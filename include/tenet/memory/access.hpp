@@ -11,7 +11,7 @@
 #include <cstring>
 #include <cstdint>
 
-namespace tenet::detail {
+namespace tenet::detail::memory {
 
 template <std::size_t Bytes>
 struct raw_word;
@@ -40,7 +40,7 @@ TENET_HD inline T load_input(const T* p)
 {
 #if TENET_DEVICE_PASS
     using W = typename raw_word<sizeof(T)>::type;
-    return bit_cast<T>(load_readonly_word(reinterpret_cast<const W*>(p)));
+    return internal::bit_cast<T>(load_readonly_word(reinterpret_cast<const W*>(p)));
 #else
     return *p;
 #endif
@@ -59,10 +59,10 @@ TENET_HD inline vec<T, K> load_input_chunk(const T* p)
         words16<bytes / 16> words;
 TENET_UNROLL
         for (std::size_t q = 0; q < bytes / 16; ++q) words.w[q] = __ldg(reinterpret_cast<const uint4*>(p) + q);
-        r = bit_cast<vec<T, K>>(words);
+        r = internal::bit_cast<vec<T, K>>(words);
     } else {
         using W = typename raw_word<bytes>::type;
-        r = bit_cast<vec<T, K>>(load_readonly_word(reinterpret_cast<const W*>(p)));
+        r = internal::bit_cast<vec<T, K>>(load_readonly_word(reinterpret_cast<const W*>(p)));
     }
 #else
     std::memcpy(static_cast<void*>(&r), p, bytes);
@@ -76,12 +76,12 @@ TENET_HD inline void store_chunk(T* p, const vec<T, K>& values)
     constexpr std::size_t bytes = K * sizeof(T);
 #if TENET_DEVICE_PASS
     if constexpr (bytes >= 16) {
-        const auto words = bit_cast<words16<bytes / 16>>(values);
+        const auto words = internal::bit_cast<words16<bytes / 16>>(values);
 TENET_UNROLL
         for (std::size_t q = 0; q < bytes / 16; ++q) reinterpret_cast<uint4*>(p)[q] = words.w[q];
     } else {
         using W = typename raw_word<bytes>::type;
-        *reinterpret_cast<W*>(p) = bit_cast<W>(values);
+        *reinterpret_cast<W*>(p) = internal::bit_cast<W>(values);
     }
 #else
     std::memcpy(static_cast<void*>(p), &values, bytes);
@@ -92,4 +92,12 @@ TENET_UNROLL
 template <std::size_t K, class T>
 inline constexpr std::size_t chunk_alignment = K * sizeof(T) < 16 ? K * sizeof(T) : 16;
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::memory
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::memory::load_input;
+using detail::memory::load_input_chunk;
+using detail::memory::store_chunk;
+using detail::memory::chunk_alignment;
+}  // namespace tenet::internal

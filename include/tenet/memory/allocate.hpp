@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <new>
 
-namespace tenet::detail {
+namespace tenet::detail::memory {
 
 inline constexpr std::size_t host_alignment = 256;
 
@@ -83,4 +83,4 @@ void deallocate(void* p, stream_ref s) noexcept
     else ::operator delete(p, std::align_val_t{host_alignment});
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::memory

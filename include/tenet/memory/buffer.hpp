@@ -13,7 +13,7 @@ template <class T, memory_place P>
 class buffer {
 public:
     buffer(std::size_t count, stream_ref s)
-        : data_(static_cast<T*>(detail::allocate<P>(count * sizeof(T), s))), count_(count), stream_(s)
+        : data_(static_cast<T*>(detail::memory::allocate<P>(count * sizeof(T), s))), count_(count), stream_(s)
     {
     }
     buffer(buffer&& other) noexcept
@@ -29,7 +29,7 @@ public:
     }
     buffer(const buffer&) = delete;
     buffer& operator=(const buffer&) = delete;
-    ~buffer() { detail::deallocate<P>(data_, stream_); }
+    ~buffer() { detail::memory::deallocate<P>(data_, stream_); }
 
     T* data() const noexcept { return data_; }
     std::size_t size() const noexcept { return count_; }

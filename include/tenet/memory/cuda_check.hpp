@@ -9,7 +9,7 @@
 
 #include <string>
 
-namespace tenet::detail {
+namespace tenet::detail::memory {
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line)
 {
@@ -18,7 +18,7 @@ inline void check_cuda(cudaError_t status, const char* call, const char* file, i
                      std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")");
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::memory
 
 // TENET_CUDA_CHECK(cudaMemcpyAsync(...)): throws tenet::cuda_error on failure.
-#define TENET_CUDA_CHECK(call) ::tenet::detail::check_cuda((call), #call, __FILE__, __LINE__)
+#define TENET_CUDA_CHECK(call) ::tenet::detail::memory::check_cuda((call), #call, __FILE__, __LINE__)

@@ -10,19 +10,19 @@
 namespace tenet {
 
 struct Host {
-    static constexpr auto name() { return detail::fixed_string("Host"); }
+    static constexpr auto name() { return fixed_string("Host"); }
 };
 // Page-locked host memory: host code reads it; copies to and from the device
 // are truly asynchronous.
 struct HostPinned {
-    static constexpr auto name() { return detail::fixed_string("HostPinned"); }
+    static constexpr auto name() { return fixed_string("HostPinned"); }
 };
 struct Device {
-    static constexpr auto name() { return detail::fixed_string("Device"); }
+    static constexpr auto name() { return fixed_string("Device"); }
 };
 // Scalars, iota and random generators live nowhere: they fit any place.
 struct AnyPlace {
-    static constexpr auto name() { return detail::fixed_string("AnyPlace"); }
+    static constexpr auto name() { return fixed_string("AnyPlace"); }
 };
 
 template <class P>
@@ -31,7 +31,7 @@ concept memory_place = std::is_same_v<P, Host> || std::is_same_v<P, HostPinned> 
 template <class P>
 inline constexpr bool host_accessible_v = std::is_same_v<P, Host> || std::is_same_v<P, HostPinned>;
 
-namespace detail {
+namespace detail::memory {
 
 // Where an expression over operands in places A and B is computed: the host
 // for Host and HostPinned, the device for Device; void when they do not mix.
@@ -64,12 +64,12 @@ struct combine_places<HostPinned, Host> {
     using type = Host;
 };
 
-}  // namespace detail
+}  // namespace detail::memory
 
 template <class A, class B>
-using combined_place_t = typename detail::combine_places<A, B>::type;
+using combined_place_t = typename detail::memory::combine_places<A, B>::type;
 
-namespace detail {
+namespace detail::memory {
 template <class... P>
 struct combine_all;
 template <class P>
@@ -80,11 +80,11 @@ template <class A, class B, class... Rest>
 struct combine_all<A, B, Rest...> {
     using type = typename combine_all<combined_place_t<A, B>, Rest...>::type;
 };
-}  // namespace detail
+}  // namespace detail::memory
 
 // The place of an expression over operands in places P...; void when they do not mix.
 template <class... P>
-using combined_places_t = typename detail::combine_all<P...>::type;
+using combined_places_t = typename detail::memory::combine_all<P...>::type;
 
 // The backend that computes in place P: Host for host memory, Device otherwise.
 template <class P>

@@ -58,23 +58,23 @@ private:
     cudaStream_t handle_ = nullptr;
 };
 
-namespace detail {
+namespace detail::memory {
 inline stream_ref& current_stream_slot()
 {
     thread_local stream_ref current;
     return current;
 }
-}  // namespace detail
+}  // namespace detail::memory
 
-inline stream_ref current_stream() { return detail::current_stream_slot(); }
+inline stream_ref current_stream() { return detail::memory::current_stream_slot(); }
 
 // Makes s the current stream of this thread until the scope ends.
 class stream_scope {
 public:
-    explicit stream_scope(stream_ref s) : previous_(std::exchange(detail::current_stream_slot(), s)) {}
+    explicit stream_scope(stream_ref s) : previous_(std::exchange(detail::memory::current_stream_slot(), s)) {}
     stream_scope(const stream_scope&) = delete;
     stream_scope& operator=(const stream_scope&) = delete;
-    ~stream_scope() { detail::current_stream_slot() = previous_; }
+    ~stream_scope() { detail::memory::current_stream_slot() = previous_; }
 
 private:
     stream_ref previous_;

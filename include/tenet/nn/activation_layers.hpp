@@ -35,7 +35,7 @@ public:
         check_input_element<storage, X>();
         const auto xv = contiguous_as<S>(x);
         input_ = xv.data();
-        assign(contiguous_as<S>(y), tenet::detail::make_map(Op{}, xv));
+        assign(contiguous_as<S>(y), tenet::internal::make_map(Op{}, xv));
     }
 
     template <class DY, class DX, class Prev>
@@ -43,7 +43,7 @@ public:
     {
         if constexpr (!is_no_input_gradient<DX>) {
             const auto x = make_view<S, Place>(input_);
-            assign(contiguous_as<S>(dx), gradient<0>(tenet::detail::make_map(Op{}, var<0>(x)), contiguous_as<S>(dy)));
+            assign(contiguous_as<S>(dx), gradient<0>(tenet::internal::make_map(Op{}, var<0>(x)), contiguous_as<S>(dy)));
         }
     }
 

@@ -160,7 +160,7 @@ using matrix_shape_t = Shape<S::numel / last_extent<S>, last_extent<S>>;
 template <class S, class X>
 auto contiguous_as(const X& x)
 {
-    auto view = tenet::detail::destination_view(x);
+    auto view = tenet::destination_view(x);
     using V = decltype(view);
     static_assert(std::is_same_v<typename V::layout, contiguous_layout<typename V::shape>>,
                   "tenet: layers take contiguous tensors (or their plain views)");
@@ -172,7 +172,7 @@ auto contiguous_as(const X& x)
 template <class Storage, class X>
 constexpr void check_input_element()
 {
-    using V = decltype(tenet::detail::destination_view(std::declval<const X&>()));
+    using V = decltype(tenet::destination_view(std::declval<const X&>()));
     using element = std::remove_cv_t<std::remove_pointer_t<decltype(std::declval<V>().data())>>;
     static_assert(std::is_same_v<element, Storage>,
                   "tenet: a layer's input must hold the precision policy's storage type (cast it first)");
@@ -276,9 +276,9 @@ constexpr bool check_layer_spec()
 
 namespace tenet::nn::detail {
 
-using tenet::detail::decimal;
-using tenet::detail::diagnose;
+using tenet::decimal;
+using tenet::diagnose;
 using tenet::fixed_string;
-using tenet::detail::shape_name;
+using tenet::shape_name;
 
 }  // namespace tenet::nn::detail

@@ -32,7 +32,7 @@ template <class OutputShape, class DyShape>
 struct backward_dy_shape_mismatch {
     static constexpr auto text()
     {
-        using tenet::fixed_string, tenet::detail::shape_name;
+        using tenet::fixed_string, tenet::shape_name;
         return fixed_string("tenet: model::backward: dy must have the output's shape ") +
                shape_name<OutputShape>::text() + fixed_string(", not ") + shape_name<DyShape>::text();
     }
@@ -124,7 +124,7 @@ public:
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
         using shape = typename std::decay_t<DY>::shape;
         constexpr bool fits = std::is_same_v<shape, output_shape>;
-        static_assert(tenet::detail::diagnose<fits, detail::backward_dy_shape_mismatch<output_shape, shape>>::value);
+        static_assert(tenet::diagnose<fits, detail::backward_dy_shape_mismatch<output_shape, shape>>::value);
         if constexpr (!fits) {
         } else if constexpr (stored_as<DY, storage_type>) {
             no_previous_layer none;

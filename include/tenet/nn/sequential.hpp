@@ -149,8 +149,8 @@ public:
     void forward(const X& x, const Y& y, const step_info& step)
     {
         if constexpr (Recompute) {
-            input_ = tenet::detail::destination_view(x).data();
-            output_ = tenet::detail::destination_view(y).data();
+            input_ = tenet::destination_view(x).data();
+            output_ = tenet::destination_view(y).data();
         }
         (std::get<I>(children_).forward(input_of<I>(x), output_of<I>(y), step), ...);
     }
@@ -205,14 +205,14 @@ private:
     template <std::size_t K, class X>
     auto input_of(const X& x)
     {
-        if constexpr (K == 0) return tenet::detail::destination_view(x);
-        else return tenet::detail::destination_view(std::get<K - 1>(activations_));
+        if constexpr (K == 0) return tenet::destination_view(x);
+        else return tenet::destination_view(std::get<K - 1>(activations_));
     }
     template <std::size_t K, class Y>
     auto output_of(const Y& y)
     {
-        if constexpr (K + 1 == n) return tenet::detail::destination_view(y);
-        else return tenet::detail::destination_view(std::get<K>(activations_));
+        if constexpr (K + 1 == n) return tenet::destination_view(y);
+        else return tenet::destination_view(std::get<K>(activations_));
     }
 
     template <std::size_t K, class DY, class DX, class Prev>
@@ -220,7 +220,7 @@ private:
     {
         auto& child = std::get<K>(children_);
         const auto child_dy = [&] {
-            if constexpr (K + 1 == n) return tenet::detail::destination_view(dy);
+            if constexpr (K + 1 == n) return tenet::destination_view(dy);
             else return std::get<K>(*gradients_).view();
         }();
         if constexpr (K == 0) {

@@ -25,7 +25,7 @@
 #include <type_traits>
 
 namespace tenet {
-namespace detail {
+namespace detail::numeric {
 
 #if TENET_HAS_FP8_CVT
 template <class T>
@@ -139,7 +139,7 @@ TENET_HD constexpr I round_to_integer(F x)
     return saturate_to<I>(t);
 }
 
-}  // namespace detail
+}  // namespace detail::numeric
 
 template <class To, class From>
 TENET_HD constexpr To convert(From x)
@@ -152,24 +152,24 @@ TENET_HD constexpr To convert(From x)
     } else if constexpr (is_bool_v<From>) {
         return convert<To>(static_cast<i32>(x));
     } else if constexpr (is_bool_v<To>) {
-        if constexpr (narrow_floating<From>) return detail::widen_to_f32(x) != 0.0f;
+        if constexpr (narrow_floating<From>) return detail::numeric::widen_to_f32(x) != 0.0f;
         else return x != From{0};
     } else if constexpr (narrow_floating<From>) {
-        return convert<To>(detail::widen_to_f32(x));
+        return convert<To>(detail::numeric::widen_to_f32(x));
     } else if constexpr (is_integer_v<From>) {
-        if constexpr (is_integer_v<To>) return detail::saturate_to<To>(x);
+        if constexpr (is_integer_v<To>) return detail::numeric::saturate_to<To>(x);
         else if constexpr (!narrow_floating<To>) return static_cast<To>(x);
         else if constexpr (std::is_same_v<From, i8>) return convert<To>(static_cast<f32>(x));  // exact
         else return convert<To>(static_cast<f64>(x));                                        // exact
     } else if constexpr (is_integer_v<To>) {
-        return detail::round_to_integer<To>(x);
+        return detail::numeric::round_to_integer<To>(x);
     } else if constexpr (!narrow_floating<To>) {
         return static_cast<To>(x);  // f32 <-> f64
     } else if constexpr (std::is_same_v<From, f32>) {
-        return detail::narrow_from_f32<To>(x);
+        return detail::numeric::narrow_from_f32<To>(x);
     } else {
-        return detail::from_bits<To>(
-            detail::convert_format<detail::format_of<To>::value, detail::binary64_format>(detail::to_bits(x)));
+        return detail::numeric::from_bits<To>(
+            detail::numeric::convert_format<detail::numeric::format_of<To>::value, detail::numeric::binary64_format>(detail::numeric::to_bits(x)));
     }
 }
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-namespace tenet::detail {
+namespace tenet::detail::numeric {
 
 // Index of the most significant set bit of x (x != 0).
 TENET_HD constexpr int highest_bit(std::uint64_t x)
@@ -140,4 +140,9 @@ TENET_HD constexpr std::uint64_t convert_format(std::uint64_t bits)
     return round_to_format<To>(value.negative, value.significand, value.exponent);
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::numeric
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::numeric::bit_cast;
+}  // namespace tenet::internal

@@ -17,7 +17,7 @@ enum class loss_scaling { none, dynamic };
 // a policy asks for it. Host products are always standard f32.
 enum class matmul_math { standard, tf32 };
 
-namespace detail {
+namespace detail::numeric {
 
 // True when every finite value of Narrow is a value of Wide (for floating
 // types: at least the significand bits and the exponent range).
@@ -27,7 +27,7 @@ inline constexpr bool holds_all_values_of =
      numeric_traits<Wide>::max_exponent >= numeric_traits<Narrow>::max_exponent) ||
     (is_integer_v<Wide> && is_integer_v<Narrow> && numeric_traits<Wide>::bits >= numeric_traits<Narrow>::bits);
 
-}  // namespace detail
+}  // namespace detail::numeric
 
 // A precision for training: gradients flow, so storage, compute, accumulation
 // and master weights are floating-point.
@@ -44,10 +44,10 @@ struct training_precision {
                   "tenet: training_precision: the storage type must be floating-point; integer storage is for "
                   "inference_precision");
     // Each check below assumes the ones above passed: one error per mistake.
-    static_assert(!is_floating_v<Compute> || detail::holds_all_values_of<Accumulate, Compute>,
+    static_assert(!is_floating_v<Compute> || detail::numeric::holds_all_values_of<Accumulate, Compute>,
                   "tenet: precision policy: the accumulate type is narrower than the compute type "
                   "(it must hold every compute value: as many significand bits and as much range)");
-    static_assert(!is_floating_v<Storage> || detail::holds_all_values_of<Master, Storage>,
+    static_assert(!is_floating_v<Storage> || detail::numeric::holds_all_values_of<Master, Storage>,
                   "tenet: training_precision: the master-weight type is narrower than the storage type");
     static_assert(Math == matmul_math::standard || std::is_same_v<Storage, f32>,
                   "tenet: precision policy: matmul_math::tf32 applies to f32 storage only");
@@ -69,7 +69,7 @@ struct inference_precision {
     static_assert(element<Storage> && element<Compute> && element<Accumulate>,
                   "tenet: inference_precision: every type must be a tenet element type "
                   "(f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, i32, bool)");
-    static_assert(is_integer_v<Storage> || detail::holds_all_values_of<Accumulate, Compute>,
+    static_assert(is_integer_v<Storage> || detail::numeric::holds_all_values_of<Accumulate, Compute>,
                   "tenet: precision policy: the accumulate type is narrower than the compute type "
                   "(it must hold every compute value: as many significand bits and as much range)");
     static_assert(!is_integer_v<Storage> || (is_integer_v<Accumulate> && numeric_traits<Accumulate>::bits >= 32),

@@ -30,7 +30,7 @@ concept element = is_floating_v<T> || is_integer_v<T> || is_bool_v<T>;
 template <class T>
 concept narrow_floating = is_floating_v<T> && sizeof(T) < 4;
 
-namespace detail {
+namespace detail::numeric {
 
 template <class T> struct format_of;
 template <> struct format_of<f16> { static constexpr float_format value = binary16_format; using bits = std::uint16_t; };
@@ -52,7 +52,7 @@ TENET_HD constexpr T from_bits(std::uint64_t bits)
     return bit_cast<T>(static_cast<typename format_of<T>::bits>(bits));
 }
 
-}  // namespace detail
+}  // namespace detail::numeric
 
 // The element type's short name (diagnostics, checkpoint signatures).
 template <class T> inline constexpr const char* element_name = "?";
@@ -78,7 +78,7 @@ struct numeric_traits {
 template <class T>
     requires is_floating_v<T>
 struct numeric_traits<T> {
-    static constexpr detail::float_format format = detail::format_of<T>::value;
+    static constexpr detail::numeric::float_format format = detail::numeric::format_of<T>::value;
     static constexpr const char* name = element_name<T>;
     static constexpr int bits = format.total_bits();
     static constexpr bool is_floating = true;
@@ -90,19 +90,19 @@ struct numeric_traits<T> {
     static constexpr int max_exponent =
         static_cast<int>(format.max_finite_bits() >> format.mantissa_bits) - format.bias() + 1;
 
-    TENET_HD static constexpr T max() { return detail::from_bits<T>(format.max_finite_bits()); }
-    TENET_HD static constexpr T lowest() { return detail::from_bits<T>(format.sign_mask() | format.max_finite_bits()); }
+    TENET_HD static constexpr T max() { return detail::numeric::from_bits<T>(format.max_finite_bits()); }
+    TENET_HD static constexpr T lowest() { return detail::numeric::from_bits<T>(format.sign_mask() | format.max_finite_bits()); }
     TENET_HD static constexpr T epsilon()
     {
-        return detail::from_bits<T>(static_cast<std::uint64_t>(format.bias() - format.mantissa_bits) << format.mantissa_bits);
+        return detail::numeric::from_bits<T>(static_cast<std::uint64_t>(format.bias() - format.mantissa_bits) << format.mantissa_bits);
     }
-    TENET_HD static constexpr T min_normal() { return detail::from_bits<T>(std::uint64_t{1} << format.mantissa_bits); }
-    TENET_HD static constexpr T denorm_min() { return detail::from_bits<T>(1); }
-    TENET_HD static constexpr T quiet_nan() { return detail::from_bits<T>(format.canonical_nan_bits()); }
+    TENET_HD static constexpr T min_normal() { return detail::numeric::from_bits<T>(std::uint64_t{1} << format.mantissa_bits); }
+    TENET_HD static constexpr T denorm_min() { return detail::numeric::from_bits<T>(1); }
+    TENET_HD static constexpr T quiet_nan() { return detail::numeric::from_bits<T>(format.canonical_nan_bits()); }
     TENET_HD static constexpr T infinity()
         requires(format.has_infinity)
     {
-        return detail::from_bits<T>(format.infinity_bits());
+        return detail::numeric::from_bits<T>(format.infinity_bits());
     }
 };
 

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace tenet::detail {
+namespace tenet {
 
 template <class T, std::size_t K>
 struct vec {
@@ -35,4 +35,5 @@ TENET_UNROLL
     return r;
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet
+

@@ -92,7 +92,7 @@ struct not_groups_of_4 {
     static constexpr auto text()
     {
         return tenet::fixed_string("tenet: prune::compress_24: a weight of shape ") +
-               tenet::detail::shape_name<S>::text() +
+               tenet::shape_name<S>::text() +
                tenet::fixed_string(" has a last extent that is not a multiple of 4");
     }
 };
@@ -107,8 +107,8 @@ auto compress_24(const Weight& weight, const Mask& mask)
     using shapes = detail::export_shapes<Weight, Mask>;
     using shape = typename shapes::shape;
     using T = typename detail::view_of<Weight>::element_type;
-    static_assert(tenet::detail::diagnose<shapes::ok, detail::export_failure<detail::compress_24_export, Weight, Mask>>::value);
-    static_assert(tenet::detail::diagnose<!shapes::ok || shapes::cols % 4 == 0, detail::not_groups_of_4<shape>>::value);
+    static_assert(tenet::diagnose<shapes::ok, detail::export_failure<detail::compress_24_export, Weight, Mask>>::value);
+    static_assert(tenet::diagnose<!shapes::ok || shapes::cols % 4 == 0, detail::not_groups_of_4<shape>>::value);
     const auto w = detail::on_host(weight);
     const auto keep = detail::on_host(mask);
     current_stream().synchronize();

@@ -80,7 +80,7 @@ struct csr_matrix {
 namespace detail {
 
 template <class X>
-using view_of = decltype(tenet::detail::as_view(std::declval<const X&>()));
+using view_of = decltype(tenet::as_view(std::declval<const X&>()));
 
 // A tensor or view (any place, any layout) copied into a host tensor; the
 // caller synchronizes the current stream before reading it.
@@ -111,7 +111,7 @@ template <class Export, class WeightShape, class MaskShape, class MaskElement>
 struct weight_and_mask_do_not_fit {
     static constexpr auto text()
     {
-        using tenet::fixed_string, tenet::detail::shape_name;
+        using tenet::fixed_string, tenet::shape_name;
         return Export::name() + fixed_string(": weight ") + shape_name<WeightShape>::text() + fixed_string(" and mask ") +
                shape_name<MaskShape>::text() +
                fixed_string(" must have the same shape, of rank >= 2, and the mask bool elements");
@@ -132,7 +132,7 @@ auto to_csr(const Weight& weight, const Mask& mask)
     using shapes = detail::export_shapes<Weight, Mask>;
     using shape = typename shapes::shape;
     using T = typename detail::view_of<Weight>::element_type;
-    static_assert(tenet::detail::diagnose<shapes::ok, detail::export_failure<detail::to_csr_export, Weight, Mask>>::value);
+    static_assert(tenet::diagnose<shapes::ok, detail::export_failure<detail::to_csr_export, Weight, Mask>>::value);
     static_assert(shape::numel <= std::numeric_limits<std::uint32_t>::max(),
                   "tenet: prune::to_csr: CSR offsets are 32-bit: at most 2^32 - 1 elements");
     const auto w = detail::on_host(weight);

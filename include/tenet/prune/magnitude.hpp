@@ -44,7 +44,7 @@ namespace detail {
 template <class T>
 TENET_HD std::uint32_t magnitude_score(T w, bool kept)
 {
-    const std::uint32_t magnitude = tenet::detail::bit_cast<std::uint32_t>(convert<f32>(w)) & 0x7fffffffu;
+    const std::uint32_t magnitude = tenet::internal::bit_cast<std::uint32_t>(convert<f32>(w)) & 0x7fffffffu;
     return kept ? magnitude + 1 : 0;
 }
 
@@ -101,7 +101,7 @@ void host_magnitude(const T* weights, bool* keep, std::span<const prunable_param
 #if TENET_CUDA_COMPILER
 
 template <class T>
-__global__ void __launch_bounds__(tenet::detail::block_threads)
+__global__ void __launch_bounds__(tenet::block_threads)
     magnitude_keys_kernel(const T* weights, const bool* keep, std::uint64_t first, std::uint64_t n, std::uint64_t* keys)
 {
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(tenet::detail::block_threads)
 }
 
 template <class T>
-__global__ void __launch_bounds__(tenet::detail::block_threads)
+__global__ void __launch_bounds__(tenet::block_threads)
     magnitude_masks_kernel(const T* weights, bool* keep, std::uint64_t first, std::uint64_t n, std::uint64_t threshold)
 {
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -122,8 +122,8 @@ template <class T>
 void device_magnitude(const T* weights, bool* keep, std::span<const prunable_parameter> group, std::size_t k,
                       stream_ref stream)
 {
-    using tenet::detail::block_threads;
-    using tenet::detail::grid_for;
+    using tenet::block_threads;
+    using tenet::grid_for;
     if (k == 0) return;
     const std::size_t n = group_numel(group);
     std::uint64_t threshold = prune_every;

@@ -58,7 +58,7 @@ struct no_sparse_form {
     }
     static constexpr void reject()
     {
-        static_assert(tenet::detail::diagnose<false, no_sparse_form>::value);
+        static_assert(tenet::diagnose<false, no_sparse_form>::value);
     }
 };
 

@@ -47,10 +47,10 @@ template <std::size_t N, std::size_t M, class S>
 struct n_of_m_shape_failure {
     static constexpr auto text()
     {
-        using tenet::detail::decimal;
+        using tenet::decimal;
         using tenet::fixed_string;
         return fixed_string("tenet: prune::n_of_m<") + decimal<N>() + fixed_string(", ") + decimal<M>() +
-               fixed_string(">: a weight of shape ") + tenet::detail::shape_name<S>::text() +
+               fixed_string(">: a weight of shape ") + tenet::shape_name<S>::text() +
                fixed_string(" has a last extent that is not a multiple of ") + decimal<M>();
     }
 };
@@ -58,7 +58,7 @@ struct n_of_m_shape_failure {
 #if TENET_CUDA_COMPILER
 
 template <std::size_t N, std::size_t M, class T>
-__global__ void __launch_bounds__(tenet::detail::block_threads) n_of_m_kernel(const T* w, bool* keep,
+__global__ void __launch_bounds__(tenet::block_threads) n_of_m_kernel(const T* w, bool* keep,
                                                                               std::uint64_t groups)
 {
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -80,7 +80,7 @@ void n_of_m(masks<Model>& m)
     m.for_each([](const std::string&, auto weight, auto mask) {
         using shape = typename decltype(weight)::shape;
         if constexpr (shape::extents[shape::rank - 1] % M != 0) {
-            static_assert(tenet::detail::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
+            static_assert(tenet::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
         } else {
             constexpr std::size_t groups = shape::numel / M;
             if constexpr (host_accessible_v<place>) {
@@ -88,9 +88,9 @@ void n_of_m(masks<Model>& m)
                     detail::keep_n_of_m<N, M>(weight.data() + g * M, mask.data() + g * M);
             } else {
 #if TENET_CUDA_COMPILER
-                using tenet::detail::block_threads;
+                using tenet::block_threads;
                 constexpr auto kernel = detail::n_of_m_kernel<N, M, typename decltype(weight)::element_type>;
-                kernel<<<tenet::detail::grid_for<kernel, block_threads>(groups), block_threads, 0,
+                kernel<<<tenet::grid_for<kernel, block_threads>(groups), block_threads, 0,
                          current_stream().get()>>>(weight.data(), mask.data(), groups);
                 TENET_CUDA_CHECK(cudaGetLastError());
 #endif

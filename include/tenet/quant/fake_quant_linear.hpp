@@ -87,7 +87,7 @@ public:
         const auto [xo, wo] = operands(x);
         if constexpr (has_act) {
             linalg::linear_forward(z_.view(), xo, wo, params_.bias.first);
-            assign(y, tenet::detail::make_map(op{}, z_.view()));
+            assign(y, tenet::internal::make_map(op{}, z_.view()));
         } else {
             linalg::linear_forward(y, xo, wo, params_.bias.first);
         }
@@ -101,7 +101,7 @@ public:
         const auto [xo, wo] = operands_saved(x);
         const auto dz = [&] {
             if constexpr (has_act) {
-                assign(dz_.view(), tenet::gradient<0>(tenet::detail::make_map(op{}, var<0>(z_.view())), dy));
+                assign(dz_.view(), tenet::gradient<0>(tenet::internal::make_map(op{}, var<0>(z_.view())), dy));
                 return dz_.view();
             } else {
                 return dy;
@@ -152,7 +152,7 @@ private:
         assign(weight_min_.view(), tenet::min<1>(params_.weight.first, keepdims));
         assign(weight_max_.view(), tenet::max<1>(params_.weight.first, keepdims));
         assign(weight_scale_.view(),
-               tenet::detail::make_map(scale_from_range{weight_scheme}, weight_min_.view(), weight_max_.view()));
+               tenet::internal::make_map(scale_from_range{weight_scheme}, weight_min_.view(), weight_max_.view()));
     }
 
     // The GEMM's operands: fake-quantized copies, or x and W themselves.

@@ -100,7 +100,7 @@ public:
     // included); then the ring moves on.
     void update()
     {
-        scale_ = tenet::detail::make_map(detail::delayed_scale_op{fp8_max<Format>, margin_}, tenet::max(history_), scale_);
+        scale_ = tenet::internal::make_map(detail::delayed_scale_op{fp8_max<Format>, margin_}, tenet::max(history_), scale_);
         scale_inverse_ = 1.0f / scale_;
         position_ = where(position_ + 1 < static_cast<i32>(History), position_ + 1, 0);
     }

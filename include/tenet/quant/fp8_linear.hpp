@@ -79,7 +79,7 @@ public:
         const auto ym = nn::contiguous_as<y_matrix>(y);
         if constexpr (has_activation) {
             linalg::linear_forward(z_, x_, w_, params_.bias.first);
-            assign(ym, tenet::detail::make_map(op<Act>{}, z_.view()));
+            assign(ym, tenet::internal::make_map(op<Act>{}, z_.view()));
         } else {
             linalg::linear_forward(ym, x_, w_, params_.bias.first);
         }
@@ -126,7 +126,7 @@ private:
     template <class DY>
     auto preactivation_gradient(const DY& dy) const
     {
-        if constexpr (has_activation) return tenet::gradient<0>(tenet::detail::make_map(op<Act>{}, var<0>(z_.view())), dy);
+        if constexpr (has_activation) return tenet::gradient<0>(tenet::internal::make_map(op<Act>{}, var<0>(z_.view())), dy);
         else return dy;
     }
 

@@ -43,7 +43,7 @@ struct no_int8_form {
     }
     static constexpr void reject()
     {
-        static_assert(::tenet::detail::diagnose<false, no_int8_form>::value);
+        static_assert(::tenet::diagnose<false, no_int8_form>::value);
     }
 };
 
@@ -131,7 +131,7 @@ private:
     {
         auto z = cast<f32>(slice<1, 0, n>(acc_.view()) - offset_.view()) * multiplier_.view() + bias_.view();
         if constexpr (activation == linalg::activation::none) return z;
-        else return tenet::detail::make_map(linalg::activation_op<activation>{}, z);
+        else return tenet::internal::make_map(linalg::activation_op<activation>{}, z);
     }
 
     Tensor<i8, Shape<np, kp>, Place> weight_;

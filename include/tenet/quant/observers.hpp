@@ -90,7 +90,7 @@ auto channel_extremes(const X& x)
     constexpr int axis = G::axis;
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
         if constexpr (axis >= 0 && sizeof...(I) == 0)
-            return ::tenet::detail::as_view(x);  // a vector per channel: each element is its own channel
+            return ::tenet::as_view(x);  // a vector per channel: each element is its own channel
         else if constexpr (Max)
             return ::tenet::max<(static_cast<int>(I) < axis ? static_cast<int>(I) : static_cast<int>(I) + 1)...>(x);
         else

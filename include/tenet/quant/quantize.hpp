@@ -112,14 +112,14 @@ namespace detail {
 template <class V, class E>
 decltype(auto) operand_as(E&& e)
 {
-    if constexpr (scalar_value<std::decay_t<E>>) return ::tenet::detail::scalar_expr<V>{::tenet::detail::scalar_as<V>(e)};
+    if constexpr (scalar_value<std::decay_t<E>>) return ::tenet::scalar_expr<V>{::tenet::internal::scalar_as<V>(e)};
     else return std::forward<E>(e);
 }
 
 template <class Op, class X, class S, class Z>
 auto make_affine(Op op, X&& x, S&& scale, Z&& zero_point)
 {
-    return ::tenet::detail::make_map(op, operand_as<f32>(std::forward<X>(x)), operand_as<f32>(std::forward<S>(scale)),
+    return ::tenet::internal::make_map(op, operand_as<f32>(std::forward<X>(x)), operand_as<f32>(std::forward<S>(scale)),
                                      operand_as<i32>(std::forward<Z>(zero_point)));
 }
 
@@ -134,7 +134,7 @@ auto quantize(X&& x, S&& scale, Z&& zero_point, scheme s = activation_scheme)
 template <class Q, class S, class Z>
 auto dequantize(Q&& q, S&& scale, Z&& zero_point)
 {
-    return ::tenet::detail::make_map(dequantize_op{}, detail::operand_as<i32>(std::forward<Q>(q)),
+    return ::tenet::internal::make_map(dequantize_op{}, detail::operand_as<i32>(std::forward<Q>(q)),
                                      detail::operand_as<f32>(std::forward<S>(scale)),
                                      detail::operand_as<i32>(std::forward<Z>(zero_point)));
 }

@@ -10,7 +10,7 @@
 #include <array>
 #include <cstddef>
 
-namespace tenet::detail {
+namespace tenet::detail::reduce {
 
 template <class S, int... Axes>
 struct reduction_axes {
@@ -65,8 +65,8 @@ struct reduction_axes {
     using keepdims_shape = shape_from_t<kept_as_ones>;  // reduced axes kept with extent 1
 
     struct view_values {
-        static constexpr layout_values<rank> value = [] {
-            layout_values<rank> v;
+        static constexpr internal::layout_values<rank> value = [] {
+            internal::layout_values<rank> v;
             std::size_t j = 0;
             for (int pass = 0; pass != 2; ++pass) {
                 for (std::size_t d = 0; d != rank; ++d) {
@@ -108,4 +108,9 @@ struct reduction_axis_message {
     }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::reduce
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::reduce::reduction_axes;
+}  // namespace tenet::internal

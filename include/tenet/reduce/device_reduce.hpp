@@ -25,7 +25,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
-namespace tenet::detail {
+namespace tenet::detail::reduce {
 
 inline constexpr int reduce_block_threads = 512;
 inline constexpr int rows_per_warp_block = block_threads / 32;
@@ -123,6 +123,6 @@ void device_reduce(const Dst& dst, const In& in, stream_ref stream)
     TENET_CUDA_CHECK(cudaGetLastError());
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::reduce
 
 #endif

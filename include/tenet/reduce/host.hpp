@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace tenet::detail {
+namespace tenet::detail::reduce {
 
 inline constexpr std::size_t host_reduce_block = 4096;
 
@@ -50,4 +50,4 @@ void host_reduce(const Dst& dst, const In& in)
     }
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::reduce

@@ -26,7 +26,7 @@ namespace tenet {
 struct keepdims_t {};
 inline constexpr keepdims_t keepdims{};
 
-namespace detail {
+namespace detail::reduce {
 
 template <template <class> class Op, class E, class Axes, bool Keep>
 struct reduce_expr : materialises<reduce_expr<Op, E, Axes, Keep>> {
@@ -42,16 +42,16 @@ struct reduce_expr : materialises<reduce_expr<Op, E, Axes, Keep>> {
     {
         const auto in = operand.prepare(context);
         const auto out = destination.prepare(context);
-        require_memory(out);
+        internal::require_memory(out);
         std::size_t position = 0;
         in.visit_leaves(
             [&](const auto& leaf, bool) {
                 ++position;
-                require_memory(leaf);
+                internal::require_memory(leaf);
                 // the reduction reads every input element of a row after writing its first result
-                if (overlaps(out, leaf))
+                if (internal::overlaps(out, leaf))
                     throw aliasing_error("tenet: a reduction's destination overlaps " +
-                                         operand_name<std::decay_t<decltype(leaf)>>(position) +
+                                         internal::operand_name<std::decay_t<decltype(leaf)>>(position) +
                                          " it reduces; reduce into a separate tensor");
             },
             true);
@@ -76,7 +76,7 @@ auto make_reduction(E&& e)
     if constexpr (axes::in_range && axes::distinct)
         return reduce_expr<Op, N, axes, Keep>{{}, as_node(std::forward<E>(e))};
     else
-        return failed_expression{};
+        return internal::failed_expression{};
 }
 
 template <class V>
@@ -88,27 +88,32 @@ using argmax_of = reductions::arg_extreme<V, true>;
 template <class V>
 using argmin_of = reductions::arg_extreme<V, false>;
 
-}  // namespace detail
+}  // namespace detail::reduce
 
 // sum<Axes...>(e) or sum<Axes...>(e, keepdims); no axes: every element.
 template <class... K>
 concept keepdims_option = sizeof...(K) <= 1 && (std::is_same_v<K, keepdims_t> && ...);
 
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto sum(E&& e, K...) { return detail::make_reduction<reductions::sum, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto sum(E&& e, K...) { return detail::reduce::make_reduction<reductions::sum, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto mean(E&& e, K...) { return detail::make_reduction<reductions::mean, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto mean(E&& e, K...) { return detail::reduce::make_reduction<reductions::mean, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto prod(E&& e, K...) { return detail::make_reduction<reductions::product, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto prod(E&& e, K...) { return detail::reduce::make_reduction<reductions::product, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto norm2(E&& e, K...) { return detail::make_reduction<reductions::norm2, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto norm2(E&& e, K...) { return detail::reduce::make_reduction<reductions::norm2, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto max(E&& e, K...) { return detail::make_reduction<detail::max_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto max(E&& e, K...) { return detail::reduce::make_reduction<detail::reduce::max_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto min(E&& e, K...) { return detail::make_reduction<detail::min_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto min(E&& e, K...) { return detail::reduce::make_reduction<detail::reduce::min_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto argmax(E&& e, K...) { return detail::make_reduction<detail::argmax_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto argmax(E&& e, K...) { return detail::reduce::make_reduction<detail::reduce::argmax_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 template <int... Axes, class E, class... K> requires(expression<std::decay_t<E>> && keepdims_option<K...>)
-auto argmin(E&& e, K...) { return detail::make_reduction<detail::argmin_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
+auto argmin(E&& e, K...) { return detail::reduce::make_reduction<detail::reduce::argmin_of, sizeof...(K) == 1, Axes...>(std::forward<E>(e)); }
 
 }  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::reduce::reduce_expr;
+}  // namespace tenet::internal

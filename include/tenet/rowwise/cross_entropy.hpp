@@ -180,7 +180,7 @@ void run_cross_entropy_forward([[maybe_unused]] Context& context, const In& in, 
         host_store_mean_loss<rows>(row_loss, valid, loss, A(1));
     } else {
 #if TENET_CUDA_COMPILER
-        using plans = device_plans<rows, length, In::channels, smallest_element_of<In, Probs>>;
+        using plans = device_plans<rows, length, In::channels, internal::smallest_element_of<In, Probs>>;
         with_plan<plans>(aligned_for<plans>(in, probs), [&](auto plan) {
             using body = cross_entropy_forward_body<decltype(plan), In, Probs, Labels, Valid, Loss>;
             finish_scratch<A> scratch(rows, context.stream());
@@ -210,7 +210,7 @@ void run_cross_entropy_backward([[maybe_unused]] Context& context, const In& in,
         });
     } else {
 #if TENET_CUDA_COMPILER
-        using plans = device_plans<rows, length, In::channels, smallest_element_of<In, Dlogits>>;
+        using plans = device_plans<rows, length, In::channels, internal::smallest_element_of<In, Dlogits>>;
         with_plan<plans>(aligned_for<plans>(in, dlogits), [&](auto plan) {
             using body = cross_entropy_backward_body<decltype(plan), In, Dlogits, Labels, Valid, Scale>;
             const bool valid_vector = valid.template aligned<valid_chunk<Valid>>();
@@ -297,7 +297,7 @@ template <row_destination Loss, row_destination Probs, class Logits, class Label
     requires(expression<std::decay_t<Logits>> && expression<std::decay_t<Labels>>)
 void cross_entropy_forward(Loss&& loss, Probs&& probs, Logits&& logits, Labels&& labels)
 {
-    using S = typename detail::node_t<Logits>::shape;
+    using S = typename node_t<Logits>::shape;
     detail::rowwise::cross_entropy_forward(loss, probs, std::forward<Logits>(logits), std::forward<Labels>(labels),
                                            detail::rowwise::all_rows_valid<S>());
 }
@@ -319,8 +319,8 @@ void check_cross_entropy_batch(Labels&& labels, Valid&& valid)
 {
     using namespace detail::rowwise;
     using R = rows_shape_t<LogitsShape>;
-    auto labels_node = detail::as_node(std::forward<Labels>(labels));
-    auto valid_node = detail::as_node(std::forward<Valid>(valid));
+    auto labels_node = as_node(std::forward<Labels>(labels));
+    auto valid_node = as_node(std::forward<Valid>(valid));
     using LN = decltype(labels_node);
     using VN = decltype(valid_node);
     constexpr name op = name::cross_entropy_forward;
@@ -328,7 +328,7 @@ void check_cross_entropy_batch(Labels&& labels, Valid&& valid)
                   integer_labels<op, LN>()) {
         static_assert(host_accessible_v<typename LN::place> && host_accessible_v<typename VN::place>,
                       "tenet: check_cross_entropy_batch reads Host labels and masks");
-        detail::exec_context<Host> context(current_stream());
+        exec_context<Host> context(current_stream());
         check_batch<R::numel, row_geometry<LogitsShape>::length>(labels_node.prepare(context),
                                                                  valid_node.prepare(context));
     }
@@ -339,7 +339,7 @@ template <row_destination Dlogits, class Probs, class Labels, row_scale Scale>
     requires(expression<std::decay_t<Probs>> && expression<std::decay_t<Labels>>)
 void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, Scale&& scale)
 {
-    using S = typename detail::node_t<Probs>::shape;
+    using S = typename node_t<Probs>::shape;
     detail::rowwise::cross_entropy_backward(dlogits, std::forward<Probs>(probs), std::forward<Labels>(labels),
                                             detail::rowwise::all_rows_valid<S>(), std::forward<Scale>(scale));
 }

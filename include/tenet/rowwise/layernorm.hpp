@@ -248,7 +248,7 @@ void run_layernorm_forward([[maybe_unused]] Context& context, const In& in, cons
         });
     } else {
 #if TENET_CUDA_COMPILER
-        using plans = device_plans<geometry::count, geometry::length, In::channels, smallest_element_of<In, Y>>;
+        using plans = device_plans<geometry::count, geometry::length, In::channels, internal::smallest_element_of<In, Y>>;
         with_plan<plans>(aligned_for<plans>(in, y), [&](auto plan) {
             using body = layernorm_forward_body<decltype(plan), In, Y, Mean, Rstd>;
             launch_rows(body{in, y, mean, rstd, A(eps)}, row_grid<body>(), context.stream());
@@ -288,10 +288,10 @@ void run_layernorm_backward([[maybe_unused]] Context& context, const In& in, con
     } else {
 #if TENET_CUDA_COMPILER
         // registers per element: dy, x, gamma cached, two column sums
-        using plans = device_plans<rows, length, In::channels + 2, smallest_element_of<In, Dx>>;
+        using plans = device_plans<rows, length, In::channels + 2, internal::smallest_element_of<In, Dx>>;
         with_plan<plans>(aligned_for<plans>(in, dx), [&](auto plan) {
             using body = layernorm_backward_body<decltype(plan), In, Mean, Rstd, Dx, Dgamma, Dbeta>;
-            const unsigned cap = partial_blocks_per_multiprocessor * current_device_shape().multiprocessors;
+            const unsigned cap = partial_blocks_per_multiprocessor * internal::current_device_shape().multiprocessors;
             const unsigned grid = row_grid<body>() < cap ? row_grid<body>() : cap;
             finish_scratch<A> scratch(std::size_t{grid} * body::width, context.stream());
             launch_rows(body{in, mean, rstd, dx, dgamma, dbeta, scratch.partials.data(), scratch.arrivals.data()}, grid,
@@ -327,8 +327,8 @@ void layernorm_forward(Y& y, Mean& mean, Rstd& rstd, X&& x, Gamma&& gamma, Beta&
                   floating_destination<op, name::rstd, RV>()) {
         exec_context<compute_place_t<typename YV::place>> context(current_stream());
         using A = accumulate_t<typename XN::value_type, typename GN::value_type, typename BN::value_type>;
-        const auto in = zip<A>(x_node.prepare(context), broadcast_node<S>(g_node).prepare(context),
-                               broadcast_node<S>(b_node).prepare(context));
+        const auto in = zip<A>(x_node.prepare(context), internal::broadcast_node<S>(g_node).prepare(context),
+                               internal::broadcast_node<S>(b_node).prepare(context));
         const auto out = y_view.prepare(context);
         const auto m = mean_view.prepare(context);
         const auto r = rstd_view.prepare(context);
@@ -369,7 +369,7 @@ void layernorm_backward(Dx& dx, Dgamma& dgamma, Dbeta& dbeta, Dy&& dy, X&& x, Me
         exec_context<compute_place_t<typename DXV::place>> context(current_stream());
         using A = accumulate_t<typename DYN::value_type, typename XN::value_type, typename GN::value_type>;
         const auto in =
-            zip<A>(dy_node.prepare(context), x_node.prepare(context), broadcast_node<S>(g_node).prepare(context));
+            zip<A>(dy_node.prepare(context), x_node.prepare(context), internal::broadcast_node<S>(g_node).prepare(context));
         const auto m = mean_node.prepare(context);
         const auto r = rstd_node.prepare(context);
         const auto out = dx_view.prepare(context);

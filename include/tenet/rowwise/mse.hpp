@@ -147,7 +147,7 @@ void run_mse_backward([[maybe_unused]] Context& context, const In& in, const Dpr
         });
     } else {
 #if TENET_CUDA_COMPILER
-        using plans = device_plans<rows, length, In::channels, smallest_element_of<In, Dpred>>;
+        using plans = device_plans<rows, length, In::channels, internal::smallest_element_of<In, Dpred>>;
         with_plan<plans>(aligned_for<plans>(in, dpred), [&](auto plan) {
             using body = mse_backward_body<decltype(plan), In, Dpred, Valid, Scale>;
             const bool valid_vector = valid.template aligned<valid_chunk<Valid>>();
@@ -229,7 +229,7 @@ template <row_destination Loss, class Pred, class Target>
     requires(expression<std::decay_t<Pred>> && expression<std::decay_t<Target>>)
 void mse_forward(Loss&& loss, Pred&& pred, Target&& target)
 {
-    using S = typename detail::node_t<Pred>::shape;
+    using S = typename node_t<Pred>::shape;
     detail::rowwise::mse_forward(loss, std::forward<Pred>(pred), std::forward<Target>(target),
                                  detail::rowwise::all_rows_valid<S>());
 }
@@ -247,7 +247,7 @@ template <row_destination Dpred, class Pred, class Target, row_scale Scale>
     requires(expression<std::decay_t<Pred>> && expression<std::decay_t<Target>>)
 void mse_backward(Dpred&& dpred, Pred&& pred, Target&& target, Scale&& scale)
 {
-    using S = typename detail::node_t<Pred>::shape;
+    using S = typename node_t<Pred>::shape;
     detail::rowwise::mse_backward(dpred, std::forward<Pred>(pred), std::forward<Target>(target),
                                   detail::rowwise::all_rows_valid<S>(), std::forward<Scale>(scale));
 }

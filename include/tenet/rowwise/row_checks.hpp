@@ -116,7 +116,7 @@ template <name Op, class... N>
 constexpr bool places_agree()
 {
     constexpr bool ok = !std::is_void_v<combined_places_t<typename N::place...>>;
-    static_assert(diagnose<ok, place_message<Op, located_t<N>...>>::value);
+    static_assert(diagnose<ok, place_message<Op, internal::located_t<N>...>>::value);
     return ok;
 }
 
@@ -136,13 +136,13 @@ constexpr bool writable()
 {
     using element = std::remove_pointer_t<decltype(std::declval<View>().data())>;
     static_assert(!std::is_const_v<element>, "tenet: cannot write a row-wise op's result to a read-only view");
-    static_assert(writes_each_element_once<View>,
+    static_assert(internal::writes_each_element_once<View>,
                   "tenet: cannot write a row-wise op's result to a broadcast view: several of its elements share one "
                   "memory location");
     static_assert(host_accessible_v<typename View::place> || TENET_CUDA_COMPILER,
                   "tenet: a row-wise op on Device tensors needs a CUDA compiler: compile this file with nvcc (as a "
                   ".cu file or LANGUAGE CUDA), or use Host tensors");
-    return !std::is_const_v<element> && writes_each_element_once<View>;
+    return !std::is_const_v<element> && internal::writes_each_element_once<View>;
 }
 
 // ... and it holds floating-point values (outputs of the ops are real numbers).
@@ -174,7 +174,7 @@ constexpr bool integer_labels()
 template <class S>
 auto scale_node(S&& s)
 {
-    if constexpr (scalar_value<std::remove_cvref_t<S>>) return scalar_expr<f32>{scalar_as<f32>(s)};
+    if constexpr (scalar_value<std::remove_cvref_t<S>>) return scalar_expr<f32>{internal::scalar_as<f32>(s)};
     else return as_node(std::forward<S>(s));
 }
 
@@ -191,12 +191,12 @@ template <class... Dsts, class... Srcs>
 void check_row_operands(const value_pack<Dsts...>& dsts, const Srcs&... srcs)
 {
     const auto against_sources = [&](const auto& dst) {
-        require_memory(dst);
-        (check_operands(dst, srcs), ...);
+        internal::require_memory(dst);
+        (internal::check_operands(dst, srcs), ...);
     };
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (against_sources(get<I>(dsts)), ...);
-        check_disjoint(dsts, std::index_sequence<I...>{});
+        internal::check_disjoint(dsts, std::index_sequence<I...>{});
     }(std::index_sequence_for<Dsts...>{});
 }
 

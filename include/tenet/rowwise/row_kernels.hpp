@@ -108,7 +108,7 @@ struct zip_eval : reads_evaluators<zip_eval<A, E...>> {
 
     const value_pack<E...>& reads() const { return parts; }
 
-    static constexpr std::size_t smallest_element = smallest_element_of<E...>;
+    static constexpr std::size_t smallest_element = internal::smallest_element_of<E...>;
 
 private:
     template <class Index, std::size_t... I>

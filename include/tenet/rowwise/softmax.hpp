@@ -94,7 +94,7 @@ void run_one_output([[maybe_unused]] Context& context, const In& in, const Out& 
             [&](std::size_t row) { Row::run(serial_team{}, row_share<plan, In>(in, row, 0), out); });
     } else {
 #if TENET_CUDA_COMPILER
-        using plans = device_plans<geometry::count, geometry::length, In::channels, smallest_element_of<In, Out>>;
+        using plans = device_plans<geometry::count, geometry::length, In::channels, internal::smallest_element_of<In, Out>>;
         with_plan<plans>(aligned_for<plans>(in, out), [&](auto plan) {
             using body = one_output_body<decltype(plan), Row, In, Out>;
             launch_rows(body{in, out}, row_grid<body>(), context.stream());
@@ -130,7 +130,7 @@ auto make_softmax(E&& x)
     using N = node_t<E>;
     constexpr name op = Log ? name::log_softmax : name::softmax;
     if constexpr (has_rows<op, N>()) return softmax_expr<N, Log>{{}, as_node(std::forward<E>(x))};
-    else return failed_expression{};
+    else return internal::failed_expression{};
 }
 
 template <bool Log, class Dx, class Dy, class Y>

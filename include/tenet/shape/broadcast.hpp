@@ -8,7 +8,7 @@
 #include <cstddef>
 
 namespace tenet {
-namespace detail {
+namespace detail::shape {
 
 // Extent i from the right of a shape, 1 past its rank.
 constexpr std::size_t extent_from_right(const std::size_t* extents, std::size_t rank, std::size_t i)
@@ -40,14 +40,14 @@ struct broadcast_result {
     }();
 };
 
-}  // namespace detail
+}  // namespace detail::shape
 
 template <class A, class B>
-inline constexpr bool broadcastable_v = detail::broadcast_result<A, B>::valid;
+inline constexpr bool broadcastable_v = detail::shape::broadcast_result<A, B>::valid;
 
 // The broadcast shape of A and B (only meaningful when broadcastable_v).
 template <class A, class B>
-using broadcast_shape_t = shape_from_t<detail::broadcast_result<A, B>>;
+using broadcast_shape_t = shape_from_t<detail::shape::broadcast_result<A, B>>;
 
 // Can a value of shape From be broadcast to exactly shape To?
 template <class From, class To>

@@ -36,7 +36,7 @@ struct Layout {
     }();
 };
 
-namespace detail {
+namespace detail::shape {
 
 template <std::size_t R>
 struct layout_values {
@@ -67,13 +67,13 @@ struct row_major_strides<S, std::index_sequence<I...>> {
     using type = Strides<S::strides[I]...>;
 };
 
-}  // namespace detail
+}  // namespace detail::shape
 
 template <class Shape, std::size_t Offset = 0>
-using contiguous_layout = Layout<Shape, typename detail::row_major_strides<Shape>::type, Offset>;
+using contiguous_layout = Layout<Shape, typename detail::shape::row_major_strides<Shape>::type, Offset>;
 
 template <class P>
-using layout_from_t = typename detail::layout_from<P>::type;
+using layout_from_t = typename detail::shape::layout_from<P>::type;
 
 // How K consecutive elements starting at a multiple of K are laid out in memory.
 enum class chunk_access {
@@ -82,7 +82,7 @@ enum class chunk_access {
     gather,   // anything else: K scalar accesses
 };
 
-namespace detail {
+namespace detail::shape {
 
 template <std::size_t R>
 constexpr chunk_access classify_chunk(const std::array<std::size_t, R>& extents, const std::array<std::size_t, R>& strides,
@@ -98,7 +98,7 @@ constexpr chunk_access classify_chunk(const std::array<std::size_t, R>& extents,
     return chunk_access::vector;
 }
 
-}  // namespace detail
+}  // namespace detail::shape
 
 // The offset formula of a layout, simplified at compile time: dimensions of
 // extent 1 dropped, mergeable neighbours merged, broadcast (stride 0)
@@ -155,7 +155,7 @@ struct index_map {
         terms.count == 0 ? numel == 1 : (terms.count == 1 && terms.terms[0].divisor == 1 && terms.terms[0].stride == 1);
 
     template <std::size_t K>
-    static constexpr chunk_access chunk = detail::classify_chunk(merged.extents, merged.strides, merged.count, L::offset, K);
+    static constexpr chunk_access chunk = detail::shape::classify_chunk(merged.extents, merged.strides, merged.count, L::offset, K);
 
     template <class Index>
     TENET_HD static constexpr Index offset(Index i)
@@ -187,3 +187,9 @@ template <std::size_t Bound>
 using index_for = std::conditional_t<(Bound <= 0xFFFFFFFFull), unsigned, unsigned long long>;
 
 }  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::shape::layout_values;
+using detail::shape::values_of;
+}  // namespace tenet::internal

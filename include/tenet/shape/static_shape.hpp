@@ -39,7 +39,7 @@ struct is_shape<Shape<N...>> : std::true_type {};
 template <class T>
 concept shape_type = is_shape<T>::value;
 
-namespace detail {
+namespace detail::shape {
 
 // Builds Shape<P::extents[I]...> from a type P whose static constexpr array
 // `extents` was computed at compile time. (A type, not an array-valued
@@ -74,9 +74,13 @@ private:
     }
 };
 
-}  // namespace detail
+}  // namespace detail::shape
 
 template <class P>
-using shape_from_t = typename detail::shape_from<P>::type;
+using shape_from_t = typename detail::shape::shape_from<P>::type;
 
+}  // namespace tenet
+
+namespace tenet {
+using detail::shape::shape_name;
 }  // namespace tenet

@@ -9,7 +9,7 @@
 #include <array>
 #include <cstddef>
 
-namespace tenet::detail {
+namespace tenet::detail::shape {
 
 template <std::size_t R>
 constexpr layout_values<R> permuted(const layout_values<R>& in, const std::array<std::size_t, R>& order)
@@ -87,4 +87,9 @@ constexpr layout_values<R - 1> squeezed(const layout_values<R>& in, std::size_t 
     return out;
 }
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::shape
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::shape::is_permutation;
+}  // namespace tenet::internal

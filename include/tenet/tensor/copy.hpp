@@ -11,7 +11,7 @@
 #include <type_traits>
 
 namespace tenet {
-namespace detail {
+namespace detail::tensor {
 
 template <class X>
 auto as_view(X& x)
@@ -20,13 +20,13 @@ auto as_view(X& x)
     else return x;
 }
 
-}  // namespace detail
+}  // namespace detail::tensor
 
 template <class Dst, class Src>
 void copy(Dst&& destination, const Src& source, stream_ref stream = current_stream())
 {
-    auto dst = detail::as_view(destination);
-    auto src = detail::as_view(source);
+    auto dst = detail::tensor::as_view(destination);
+    auto src = detail::tensor::as_view(source);
     using D = decltype(dst);
     using S = decltype(src);
     static_assert(std::is_same_v<typename D::element_type, typename S::element_type>,
@@ -50,4 +50,8 @@ void copy(Dst&& destination, const Src& source, stream_ref stream = current_stre
     }
 }
 
+}  // namespace tenet
+
+namespace tenet {
+using detail::tensor::as_view;
 }  // namespace tenet

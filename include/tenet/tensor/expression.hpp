@@ -20,7 +20,7 @@
 //                      index than the element written (aliasing checks)
 //   smallest_element   the smallest element it loads (sets the chunk length)
 // Evaluators that read other evaluators get aligned and visit_leaves from
-// detail::reads_evaluators (expr/node.hpp), which checks their operands
+// tenet::reads_evaluators (expr/node.hpp), which checks their operands
 // against this concept.
 #pragma once
 
@@ -39,7 +39,7 @@ concept expression = requires {
     typename E::place;
 } && shape_type<typename E::shape>;
 
-namespace detail {
+namespace detail::tensor {
 
 // A visitor that accepts any leaf (what `evaluator` calls visit_leaves with).
 struct any_leaf_visitor {
@@ -68,15 +68,15 @@ concept evaluator_sizes_chunks = requires {
     { E::smallest_element } -> std::convertible_to<std::size_t>;
 };
 
-}  // namespace detail
+}  // namespace detail::tensor
 
 template <class E>
-concept evaluator = std::is_trivially_copyable_v<E> && detail::evaluator_value<E> &&
-                    detail::evaluator_reads_elements<E> && detail::evaluator_reads_chunks<E> &&
-                    detail::evaluator_knows_alignment<E> && detail::evaluator_lists_leaves<E> &&
-                    detail::evaluator_sizes_chunks<E>;
+concept evaluator = std::is_trivially_copyable_v<E> && detail::tensor::evaluator_value<E> &&
+                    detail::tensor::evaluator_reads_elements<E> && detail::tensor::evaluator_reads_chunks<E> &&
+                    detail::tensor::evaluator_knows_alignment<E> && detail::tensor::evaluator_lists_leaves<E> &&
+                    detail::tensor::evaluator_sizes_chunks<E>;
 
-namespace detail {
+namespace detail::tensor {
 
 // One tenet: line naming what an evaluator misses; true (nothing more to
 // report at the caller) either way.
@@ -98,7 +98,7 @@ constexpr bool check_evaluator()
     return evaluator<E>;
 }
 
-}  // namespace detail
+}  // namespace detail::tensor
 
 // E is an expression whose prepare(context) gives an evaluator.
 template <class E, class Context>
@@ -114,3 +114,8 @@ template <class Dst, class Src>
 void assign(const Dst& destination, const Src& source);
 
 }  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::tensor::check_evaluator;
+}  // namespace tenet::internal

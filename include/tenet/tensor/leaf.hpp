@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace tenet::detail {
+namespace tenet::detail::tensor {
 
 template <class T, class L>
 struct leaf_eval {
@@ -28,7 +28,7 @@ struct leaf_eval {
     template <class Index>
     TENET_HD value_type at(Index i) const
     {
-        return convert<value_type>(load_input(data + map::offset(i)));
+        return convert<value_type>(internal::load_input(data + map::offset(i)));
     }
 
     template <std::size_t K, class Index>
@@ -37,7 +37,7 @@ struct leaf_eval {
         constexpr chunk_access access = map::template chunk<K>;
         vec<value_type, K> r;
         if constexpr (access == chunk_access::vector) {
-            const vec<element_type, K> raw = load_input_chunk<K>(data + map::offset(i));
+            const vec<element_type, K> raw = internal::load_input_chunk<K>(data + map::offset(i));
 TENET_UNROLL
             for (std::size_t k = 0; k < K; ++k) r[k] = convert<value_type>(raw[k]);
         } else if constexpr (access == chunk_access::uniform) {
@@ -61,7 +61,7 @@ TENET_UNROLL
             vec<element_type, K> raw;
 TENET_UNROLL
             for (std::size_t k = 0; k < K; ++k) raw[k] = convert<element_type>(values[k]);
-            detail::store_chunk<K>(data + map::offset(i), raw);
+            internal::store_chunk<K>(data + map::offset(i), raw);
         } else {
 TENET_UNROLL
             for (std::size_t k = 0; k < K; ++k) store(static_cast<Index>(i + k), values[k]);
@@ -73,7 +73,7 @@ TENET_UNROLL
     bool aligned() const
     {
         if constexpr (map::template chunk<K> != chunk_access::vector) return true;
-        else return reinterpret_cast<std::uintptr_t>(data) % chunk_alignment<K, element_type> == 0;
+        else return reinterpret_cast<std::uintptr_t>(data) % internal::chunk_alignment<K, element_type> == 0;
     }
 
     static constexpr std::size_t smallest_element = sizeof(T);
@@ -91,4 +91,8 @@ TENET_UNROLL
     const void* last_byte() const { return data + L::max_offset + 1; }
 };
 
-}  // namespace tenet::detail
+}  // namespace tenet::detail::tensor
+
+namespace tenet {
+using detail::tensor::leaf_eval;
+}  // namespace tenet

@@ -58,7 +58,7 @@ public:
     TensorView<const T, layout, P> view() const noexcept { return TensorView<const T, layout, P>(data()); }
 
     template <class Context>
-    detail::leaf_eval<const T, layout> prepare(Context&) const
+    detail::tensor::leaf_eval<const T, layout> prepare(Context&) const
     {
         return {data()};
     }

@@ -47,7 +47,7 @@ public:
     T* data() const noexcept { return data_; }
 
     template <class Context>
-    detail::leaf_eval<T, L> prepare(Context&) const
+    detail::tensor::leaf_eval<T, L> prepare(Context&) const
     {
         return {data_};
     }
@@ -65,7 +65,7 @@ public:
         for (std::size_t d = 0; d != rank; ++d) {
             if (at[d] >= L::extents[d])
                 throw index_error("tenet: index " + std::to_string(at[d]) + " out of range for dimension " +
-                                  std::to_string(d) + " of " + detail::shape_name<shape>::text().chars);
+                                  std::to_string(d) + " of " + shape_name<shape>::text().chars);
             offset += at[d] * L::strides[d];
         }
         return data_[offset];

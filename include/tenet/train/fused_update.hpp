@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
 template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
 unsigned update_grid(std::uint64_t numel)
 {
-    return tenet::detail::grid_for<fused_update_kernel<Dynamic, Rule, Schedule, Storage, T>, update_threads>(numel);
+    return tenet::grid_for<fused_update_kernel<Dynamic, Rule, Schedule, Storage, T>, update_threads>(numel);
 }
 
 template <bool Dynamic, class Rule, class Schedule, class Storage, class T>

@@ -77,7 +77,7 @@ template <class Out, class Target>
 struct target_shape_differs {
     static constexpr auto text()
     {
-        using tenet::detail::shape_name;
+        using tenet::shape_name;
         return fixed_string("tenet: elementwise_loss: targets of shape ") + shape_name<Target>::text() +
                fixed_string(" for an output of shape ") + shape_name<Out>::text() +
                fixed_string(" (they must match: they would broadcast)");
@@ -92,7 +92,7 @@ template <class Out, class Target>
 constexpr bool target_fits()
 {
     constexpr bool fits = std::is_same_v<typename Target::shape, Out>;
-    static_assert(tenet::detail::diagnose<fits, target_shape_differs<Out, shape_of<Target>>>::value);
+    static_assert(tenet::diagnose<fits, target_shape_differs<Out, shape_of<Target>>>::value);
     return fits;
 }
 

@@ -285,7 +285,7 @@ private:
     template <class T>
     static const void* pointer(const T& t)
     {
-        return tenet::detail::destination_view(t).data();
+        return tenet::destination_view(t).data();
     }
 
     // Eager until a graph is wanted: first sight of a key runs eagerly (warm-up),

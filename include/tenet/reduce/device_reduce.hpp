@@ -1,8 +1,8 @@
 // Reductions on the device, each fused with its input expression (the input
 // is evaluated inside the reduction kernel, never stored):
-//   rows along the input's innermost axis  one warp per row (cub::WarpReduce),
-//                                          or one block per long row
-//                                          (cub::BlockReduce);
+//   rows along the input's innermost axis  the row engine (row_engine.hpp):
+//                                          a warp per row, or a block per
+//                                          long row;
 //   rows across it (the innermost kept)    one thread per output, its loads
 //                                          coalesced across the warp;
 //   everything to one value                cub::DeviceReduce over the
@@ -18,17 +18,13 @@
 #include "../exec/launch.hpp"
 #include "../memory/buffer.hpp"
 #include "../shape/layout.hpp"
+#include "row_engine.hpp"
 
-#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_reduce.cuh>
-#include <cub/warp/warp_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 namespace tenet::detail::reduce {
-
-inline constexpr int reduce_block_threads = 512;
-inline constexpr int rows_per_warp_block = block_threads / 32;
 
 template <class Op, class Axes, class In>
 __device__ typename Op::accumulator reduce_row_part(const In& in, std::size_t row, unsigned first, unsigned step)
@@ -42,32 +38,25 @@ __device__ typename Op::accumulator reduce_row_part(const In& in, std::size_t ro
     return acc;
 }
 
+// Rows along the innermost axis, on the row engine: a team per row (a warp,
+// or a block for long rows), each thread accumulating every team-th element.
 template <class Op, class Axes, class In, class Dst>
-__global__ void __launch_bounds__(block_threads) reduce_rows_by_warp(In in, Dst dst)
-{
-    using warp_reduce = cub::WarpReduce<typename Op::accumulator>;
-    __shared__ typename warp_reduce::TempStorage temp[rows_per_warp_block];
-    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    for (std::size_t row = blockIdx.x * rows_per_warp_block + warp; row < Axes::rows;
-         row += gridDim.x * rows_per_warp_block) {
-        const auto acc = warp_reduce(temp[warp]).Reduce(reduce_row_part<Op, Axes>(in, row, lane, 32), Op{});
-        if (lane == 0) dst.store(row, Op::finalize(acc, Axes::row_length));
-        __syncwarp();
-    }
-}
+struct reduce_rows_body {
+    using plan = row_plan<Axes::rows, Axes::row_length, team_size<Axes::row_length, 1>, 1, false>;
+    In in;
+    Dst dst;
 
-template <class Op, class Axes, class In, class Dst>
-__global__ void __launch_bounds__(reduce_block_threads) reduce_rows_by_block(In in, Dst dst)
-{
-    using block_reduce = cub::BlockReduce<typename Op::accumulator, reduce_block_threads>;
-    __shared__ typename block_reduce::TempStorage temp;
-    for (std::size_t row = blockIdx.x; row < Axes::rows; row += gridDim.x) {
-        const auto acc =
-            block_reduce(temp).Reduce(reduce_row_part<Op, Axes>(in, row, threadIdx.x, reduce_block_threads), Op{});
-        if (threadIdx.x == 0) dst.store(row, Op::finalize(acc, Axes::row_length));
-        __syncthreads();
+    __device__ void operator()() const
+    {
+        using team_t = device_team<typename Op::accumulator, plan>;
+        __shared__ typename team_t::storage storage;
+        const team_t team(storage);
+        for_team_rows<plan>([&](std::size_t row) {
+            const auto acc = team.reduce(reduce_row_part<Op, Axes>(in, row, team.rank(), plan::team), Op{});
+            if (team.rank() == 0) dst.store(row, Op::finalize(acc, Axes::row_length));
+        });
     }
-}
+};
 
 template <class Op, class Axes, class In, class Dst>
 __global__ void __launch_bounds__(block_threads) reduce_columns(In in, Dst dst)
@@ -109,18 +98,15 @@ void device_reduce(const Dst& dst, const In& in, stream_ref stream)
         TENET_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), temp_bytes, elements, result.data(),
                                                    Axes::row_length, Op{}, Op::identity(), stream.get()));
         finalize_single<Op, Axes><<<1, 1, 0, stream.get()>>>(result.data(), dst);
+        TENET_CUDA_CHECK(cudaGetLastError());
     } else if constexpr (!Axes::rows_are_contiguous || Axes::row_length == 1) {
         constexpr auto kernel = reduce_columns<Op, Axes, In, Dst>;
         kernel<<<grid_for<kernel, block_threads>(Axes::rows), block_threads, 0, stream.get()>>>(in, dst);
-    } else if constexpr (Axes::row_length >= 1024) {
-        constexpr auto kernel = reduce_rows_by_block<Op, Axes, In, Dst>;
-        kernel<<<grid_for<kernel, reduce_block_threads>(Axes::rows * reduce_block_threads), reduce_block_threads, 0,
-                 stream.get()>>>(in, dst);
+        TENET_CUDA_CHECK(cudaGetLastError());
     } else {
-        constexpr auto kernel = reduce_rows_by_warp<Op, Axes, In, Dst>;
-        kernel<<<grid_for<kernel, block_threads>(Axes::rows * 32), block_threads, 0, stream.get()>>>(in, dst);
+        using body = reduce_rows_body<Op, Axes, In, Dst>;
+        launch_rows(body{in, dst}, row_grid<body>(), stream);
     }
-    TENET_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tenet::detail::reduce

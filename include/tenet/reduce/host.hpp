@@ -1,11 +1,12 @@
 // Reductions on the host. Each output row is accumulated in order; rows are
-// split across cores. A full reduction is split into fixed blocks whose
+// split across cores by the row engine (host_for_rows). A full reduction is split into fixed blocks whose
 // partial results are combined in order, so the answer does not depend on
 // the number of threads.
 #pragma once
 
 #include "../config.hpp"
 #include "../shape/layout.hpp"
+#include "row_engine.hpp"
 
 #include <cstddef>
 #include <vector>
@@ -43,10 +44,10 @@ void host_reduce(const Dst& dst, const In& in)
         for (const auto& p : partial) acc = Op{}(acc, p);
         dst.store(0u, Op::finalize(acc, static_cast<long long>(length)));
     } else {
-        TENET_OMP_PARALLEL_FOR_IF(rows * length >= 32768 && rows > 1)
-        for (std::size_t row = 0; row < rows; ++row)
+        host_for_rows<rows, length>([&](std::size_t row) {
             dst.store(static_cast<index_for<rows>>(row),
                       Op::finalize(host_reduce_row<Op, Axes>(in, row, 0, length), static_cast<long long>(length)));
+        });
     }
 }
 

@@ -2,7 +2,7 @@
 // layernorm, softmax cross-entropy, mean squared error, and their backwards.
 // Inputs may be any expressions (evaluated inside the op); 16-bit storage
 // accumulates in f32; each is one loop nest on the host and one kernel on the
-// device. See row_kernels.hpp for how rows are split across threads.
+// device. See reduce/row_engine.hpp for how rows are split across threads.
 #pragma once
 
 #include "cross_entropy.hpp"

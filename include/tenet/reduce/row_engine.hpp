@@ -1,0 +1,420 @@
+// The row engine: the one way tenet splits rows across threads, shared by
+// the reductions (reduce/) and the row-wise ops (rowwise/: softmax,
+// layernorm, the losses). A row is a run of elements combined into per-row
+// values; rows and their length are static.
+//
+// Per-row math is written once, against
+//   a team   the threads that share one row; reduce(value, op) gives every
+//            member the row's combined value (one tree order: deterministic);
+//   a share  one thread's part of the row (row_share): chunks of V elements
+//            of the inputs, visited with for_each and written with write.
+// The host runs it with a team of one (serial_team), rows split across cores
+// (host_for_rows). The device runs it with a warp per short row (8 rows per
+// 256-thread block) or a block of up to 1024 threads per long row
+// (device_team over cub::WarpReduce / cub::BlockReduce), the team sized so a
+// thread's share stays within team_budget values (team_size). A row_share is
+// loaded once into registers when it fits (the passes over the row then read
+// registers), and is re-evaluated in each pass otherwise (L1/L2 hits); chunks
+// move as 16-byte vectors when every operand is contiguous and aligned.
+//
+// Work that ends in values over all rows (a mean loss; layernorm's dgamma and
+// dbeta) finishes in the same kernel: blocks write partial results, and the
+// last block to arrive (last_block_to_arrive: an atomic ticket after a memory
+// fence) combines them in a fixed order -- deterministic, no floating-point
+// atomics.
+#pragma once
+
+#include "../config.hpp"
+#include "../exec/launch.hpp"
+#include "../memory/buffer.hpp"
+#include "../numeric/vec.hpp"
+
+#include <cstddef>
+#include <type_traits>
+
+#if TENET_CUDA_COMPILER
+#include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
+#endif
+
+namespace tenet::detail::reduce {
+
+struct add {
+    template <class T>
+    TENET_HD constexpr T operator()(T a, T b) const
+    {
+        return a + b;
+    }
+    template <class T, std::size_t C>
+    TENET_HD constexpr vec<T, C> operator()(const vec<T, C>& a, const vec<T, C>& b) const
+    {
+        vec<T, C> r;
+TENET_UNROLL
+        for (std::size_t c = 0; c < C; ++c) r[c] = a[c] + b[c];
+        return r;
+    }
+};
+
+// How a row is split: Team threads per row, each taking chunks of Vector
+// elements, chunk c going to thread c % Team; `slots` chunks per thread.
+// Cached: the chunks are loaded into registers once per row.
+template <std::size_t Rows, std::size_t Length, unsigned Team, std::size_t Vector, bool Cached>
+struct row_plan {
+    static_assert(Length % Vector == 0, "tenet: internal: a row is a whole number of chunks");
+    static constexpr std::size_t rows = Rows, length = Length, vector = Vector;
+    static constexpr unsigned team = Team;
+    static constexpr std::size_t chunks = Length / Vector;
+    static constexpr std::size_t slots = (chunks + Team - 1) / Team;
+    static constexpr bool cached = Cached;
+    // warp teams: 8 per 256-thread block; larger teams: one per block
+    static constexpr unsigned block = Team <= 32 ? 256 : Team;
+    static constexpr unsigned teams_per_block = block / Team;
+    using index = kernel_index<Rows * Length>;
+
+    // Does thread `rank` have a k-th chunk, and where does it start?
+    TENET_HD static constexpr bool present(unsigned rank, std::size_t k)
+    {
+        return chunks % Team == 0 || rank + k * Team < chunks;
+    }
+    TENET_HD static constexpr index column(unsigned rank, std::size_t k)
+    {
+        return static_cast<index>((rank + k * Team) * Vector);
+    }
+};
+
+// The host: one thread walks a whole row, element by element.
+template <std::size_t Rows, std::size_t Length>
+using host_plan = row_plan<Rows, Length, 1, 1, false>;
+
+// A thread aims to hold at most this many values of a row (values =
+// elements x registers per element), and caches at most cache_budget of them
+// in registers: half of what a thread may use (255 registers; 64 in a
+// 1024-thread block).
+inline constexpr std::size_t team_budget = 32;
+
+template <unsigned Team>
+inline constexpr std::size_t cache_budget = Team >= 1024 ? 32 : 64;
+
+inline constexpr std::size_t max_unrolled_uncached_slots = 8;
+
+// The smallest power-of-two team (at least a warp, at most 1024) that keeps
+// a thread's share of a row within team_budget values.
+template <std::size_t Length, std::size_t Registers>
+inline constexpr unsigned team_size = [] {
+    const std::size_t want = (Length * Registers + team_budget - 1) / team_budget;
+    unsigned p = 32;
+    while (p < want && p < 1024) p *= 2;
+    return p;
+}();
+
+// Elements per chunk: 16 bytes of the narrowest element, fewer when the row
+// is not a multiple of that or too short to give every thread a chunk.
+template <std::size_t Length, std::size_t Smallest, unsigned Team>
+inline constexpr std::size_t vector_width = [] {
+    std::size_t v = Smallest >= 16 ? 1 : 16 / Smallest;
+    while (v > 1 && (Length % v != 0 || Length / v < Team)) v /= 2;
+    return v;
+}();
+
+template <std::size_t Rows, std::size_t Length, unsigned Team, std::size_t Vector, std::size_t Registers>
+using device_plan = row_plan<Rows, Length, Team, Vector,
+                             ((Length / Vector + Team - 1) / Team) * Vector * Registers <= cache_budget<Team>>;
+
+// The two device plans of an op: `wide` (vector chunks; used when every
+// operand is aligned for them) and `narrow` (one element per chunk).
+// Registers: values a thread keeps per row element (cached input channels
+// plus per-column accumulators).
+template <std::size_t Rows, std::size_t Length, std::size_t Registers, std::size_t Smallest>
+struct device_plans {
+    static constexpr unsigned team = team_size<Length, Registers>;
+    using wide = device_plan<Rows, Length, team, vector_width<Length, Smallest, team>, Registers>;
+    using narrow = device_plan<Rows, Length, team, 1, Registers>;
+};
+
+// Are all these evaluators aligned for the wide plan's chunks?
+template <class Plans, class... E>
+bool aligned_for(const E&... evaluators)
+{
+    return (evaluators.template aligned<Plans::wide::vector>() && ...);
+}
+
+// Calls f(plan) with the wide plan when aligned, else the narrow one.
+template <class Plans, class F>
+void with_plan(bool aligned, F&& f)
+{
+    if constexpr (Plans::wide::vector > 1) {
+        if (aligned) {
+            f(typename Plans::wide{});
+            return;
+        }
+    }
+    f(typename Plans::narrow{});
+}
+
+// One thread's share of one row of the zipped input In.
+template <class Plan, class In>
+class row_share {
+public:
+    using scalar = typename In::scalar;
+    using value_type = typename In::value_type;
+    using index = typename Plan::index;
+    static constexpr std::size_t length = Plan::length;
+    static constexpr std::size_t vector = Plan::vector;
+
+    TENET_HD row_share(const In& in, std::size_t row, unsigned rank)
+        : in_(in), base_(static_cast<index>(row * Plan::length)), rank_(rank)
+    {
+        if constexpr (Plan::cached) {
+TENET_UNROLL
+            for (std::size_t k = 0; k < Plan::slots; ++k)
+                if (Plan::present(rank_, k)) cache_[k] = load(k);
+        }
+    }
+
+    // f(column, slot, value) for every element of the share. slot = k * V + v
+    // numbers a thread's elements; it is a constant once the loops unroll, so
+    // per-column accumulators indexed by it stay in registers.
+    template <class F>
+    TENET_HD void for_each(F&& f) const
+    {
+        for_each_chunk([&](std::size_t k, const vec<value_type, vector>& x) {
+TENET_UNROLL
+            for (std::size_t v = 0; v < vector; ++v) f(Plan::column(rank_, k) + v, k * vector + v, x[v]);
+        });
+    }
+
+    // out[row, column] = f(column, slot, value) for every element of the share.
+    template <class Out, class F>
+    TENET_HD void write(const Out& out, F&& f) const
+    {
+        for_each_chunk([&](std::size_t k, const vec<value_type, vector>& x) {
+            vec<scalar, vector> r;
+TENET_UNROLL
+            for (std::size_t v = 0; v < vector; ++v) r[v] = f(Plan::column(rank_, k) + v, k * vector + v, x[v]);
+            out.template store_chunk<vector>(static_cast<index>(base_ + Plan::column(rank_, k)), r);
+        });
+    }
+
+    // Any one element of the row (e.g. the logit of a row's label).
+    TENET_HD value_type at(index column) const { return in_.at(static_cast<index>(base_ + column)); }
+
+private:
+    // f(k, chunk) for each of the thread's chunks. Unrolled when cached (the
+    // cache is registers) or short; a long uncached loop stays a loop, so its
+    // loads do not crowd the registers.
+    template <class F>
+    TENET_HD void for_each_chunk(F&& f) const
+    {
+        if constexpr (Plan::cached || Plan::slots <= max_unrolled_uncached_slots) {
+TENET_UNROLL
+            for (std::size_t k = 0; k < Plan::slots; ++k)
+                if (Plan::present(rank_, k)) f(k, values(k));
+        } else {
+            for (std::size_t k = 0; k < Plan::slots; ++k)
+                if (Plan::present(rank_, k)) f(k, values(k));
+        }
+    }
+
+    TENET_HD vec<value_type, vector> load(std::size_t k) const
+    {
+        return in_.template chunk<vector>(static_cast<index>(base_ + Plan::column(rank_, k)));
+    }
+    TENET_HD vec<value_type, vector> values(std::size_t k) const
+    {
+        if constexpr (Plan::cached) return cache_[k];
+        else return load(k);
+    }
+
+    In in_;
+    index base_;
+    unsigned rank_;
+    vec<value_type, vector> cache_[Plan::cached ? Plan::slots : 1];
+};
+
+// The host's team: one thread, nothing to combine.
+struct serial_team {
+    TENET_HD static constexpr unsigned rank() { return 0; }
+    template <class R, class Op>
+    TENET_HD static R reduce(R value, Op)
+    {
+        return value;
+    }
+};
+
+// Host: f(row) for every row, rows split across cores.
+template <std::size_t Rows, std::size_t Length, class F>
+void host_for_rows(F&& f)
+{
+    TENET_OMP_PARALLEL_FOR_IF(Rows * Length >= 32768 && Rows > 1)
+    for (std::size_t row = 0; row < Rows; ++row) f(row);
+}
+
+#if TENET_CUDA_COMPILER
+
+template <class Plan>
+__device__ unsigned team_rank()
+{
+    return threadIdx.x % Plan::team;
+}
+
+// f(row) for each row of this thread's team (grid-stride over rows).
+template <class Plan, class F>
+__device__ void for_team_rows(F&& f)
+{
+    const std::size_t stride = std::size_t{gridDim.x} * Plan::teams_per_block;
+    for (std::size_t row = std::size_t{blockIdx.x} * Plan::teams_per_block + threadIdx.x / Plan::team; row < Plan::rows;
+         row += stride)
+        f(row);
+}
+
+// A warp or a block of Plan::team threads, combining values of type R.
+template <class R, class Plan>
+class device_team {
+    static constexpr bool warp = Plan::team == 32;
+    using warp_reduce = cub::WarpReduce<R>;
+    using block_reduce = cub::BlockReduce<R, Plan::block>;
+
+public:
+    struct storage {
+        std::conditional_t<warp, typename warp_reduce::TempStorage[Plan::teams_per_block],
+                           typename block_reduce::TempStorage>
+            temp;
+        R result;
+    };
+
+    __device__ explicit device_team(storage& s) : s_(s) {}
+
+    __device__ static unsigned rank() { return team_rank<Plan>(); }
+
+    // The team's combined value, in every member (one tree order: deterministic).
+    template <class Op>
+    __device__ R reduce(R value, Op op) const
+    {
+        if constexpr (warp) {
+            const R lane0 = warp_reduce(s_.temp[threadIdx.x / 32]).Reduce(value, op);
+            const R all = cub::ShuffleIndex<32>(lane0, 0, 0xffffffffu);
+            __syncwarp();
+            return all;
+        } else {
+            const R r = block_reduce(s_.temp).Reduce(value, op);
+            if (threadIdx.x == 0) s_.result = r;
+            __syncthreads();
+            const R all = s_.result;
+            __syncthreads();  // the storage is reused by the next reduction
+            return all;
+        }
+    }
+
+private:
+    storage& s_;
+};
+
+// The sum over the block of each thread's value, in every thread.
+template <unsigned Block, class T>
+__device__ T block_sum(T value)
+{
+    using reduce = cub::BlockReduce<T, Block>;
+    __shared__ typename reduce::TempStorage temp;
+    __shared__ T result;
+    const T r = reduce(temp).Reduce(value, add{});
+    if (threadIdx.x == 0) result = r;
+    __syncthreads();
+    const T all = result;
+    __syncthreads();
+    return all;
+}
+
+// This thread's sum of f(i) for i = threadIdx.x, + Block, ... below count, in
+// a fixed order; four independent chains keep several loads in flight.
+template <unsigned Block, class T, class F>
+__device__ T strided_sum(std::size_t count, F&& f)
+{
+    T acc[4] = {};
+    std::size_t i = threadIdx.x;
+    for (; i + 3 * std::size_t{Block} < count; i += 4 * std::size_t{Block}) {
+TENET_UNROLL
+        for (std::size_t u = 0; u < 4; ++u) acc[u] = add{}(acc[u], f(i + u * Block));
+    }
+    for (; i < count; i += Block) acc[0] = add{}(acc[0], f(i));
+    return add{}(add{}(acc[0], acc[1]), add{}(acc[2], acc[3]));
+}
+
+// Is this block the last of the grid to get here? Every block's global
+// writes before the call are visible to the last one (read them with
+// __ldcg: they were written during this kernel).
+__device__ inline bool last_block_to_arrive(unsigned* arrivals)
+{
+    __shared__ bool last;
+    __threadfence();  // release this block's writes before taking a ticket
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        last = atomicAdd(arrivals, 1u) == gridDim.x - 1;
+        __threadfence();  // acquire the others' writes
+    }
+    __syncthreads();
+    return last;
+}
+
+template <class Body>
+__global__ void __launch_bounds__(Body::plan::block) row_kernel(Body body)
+{
+    body();
+}
+
+// Blocks for a row kernel: one team per row, at most as many as are resident.
+template <class Body>
+unsigned row_grid()
+{
+    constexpr auto kernel = row_kernel<Body>;
+    return grid_for<kernel, Body::plan::block>(Body::plan::rows * Body::plan::team);
+}
+
+template <class Body>
+void launch_rows(const Body& body, unsigned grid, stream_ref stream)
+{
+    static_assert(std::is_trivially_copyable_v<Body>,
+                  "tenet: internal: a row kernel's operands must be trivially copyable");
+    row_kernel<Body><<<grid, Body::plan::block, 0, stream.get()>>>(body);
+    TENET_CUDA_CHECK(cudaGetLastError());
+}
+
+// Device scratch for a kernel that finishes in its last block: `count`
+// partial results and the arrival counter, zeroed on the stream.
+template <class A>
+struct finish_scratch {
+    buffer<A, Device> partials;
+    buffer<unsigned, Device> arrivals;
+
+    finish_scratch(std::size_t count, stream_ref stream) : partials(count, stream), arrivals(1, stream)
+    {
+        TENET_CUDA_CHECK(cudaMemsetAsync(arrivals.data(), 0, sizeof(unsigned), stream.get()));
+    }
+};
+
+#endif
+
+}  // namespace tenet::detail::reduce
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::reduce::add;
+using detail::reduce::row_plan;
+using detail::reduce::host_plan;
+using detail::reduce::device_plans;
+using detail::reduce::aligned_for;
+using detail::reduce::with_plan;
+using detail::reduce::row_share;
+using detail::reduce::serial_team;
+using detail::reduce::host_for_rows;
+#if TENET_CUDA_COMPILER
+using detail::reduce::team_rank;
+using detail::reduce::for_team_rows;
+using detail::reduce::device_team;
+using detail::reduce::block_sum;
+using detail::reduce::strided_sum;
+using detail::reduce::last_block_to_arrive;
+using detail::reduce::row_grid;
+using detail::reduce::launch_rows;
+using detail::reduce::finish_scratch;
+#endif
+}  // namespace tenet::internal

@@ -4,7 +4,8 @@
 # commented "// completion:" that ends a header with the definitions its types
 # need from a layer built on them (tensor/tensor.hpp: exec/assign.hpp).
 # It also checks that every folder has one umbrella header, <folder>/<folder>.hpp,
-# from which each header of the folder is reached by the folder's own includes.
+# from which each header of the folder is reached by the folder's own includes,
+# and which holds only includes (and comments): code lives in named headers.
 # Run: cmake -DROOT=<source dir> -P check_layers.cmake
 cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 file(STRINGS ${ROOT}/docs/ARCHITECTURE.md rows REGEX "^\\| `[a-z_]+/` \\|")
@@ -30,6 +31,13 @@ foreach(folder IN LISTS folders)
     if(NOT EXISTS ${dir}/${folder}.hpp)
         string(APPEND failures "\n  ${folder}/ has no umbrella header ${folder}/${folder}.hpp")
     else()
+        file(STRINGS ${dir}/${folder}.hpp umbrella_lines)
+        foreach(line IN LISTS umbrella_lines)
+            if(NOT line MATCHES "^(#include |#pragma once|//|$)")
+                string(APPEND failures "\n  the umbrella ${folder}/${folder}.hpp holds more than includes: ${line}")
+                break()
+            endif()
+        endforeach()
         set(reached ${folder}.hpp)
         set(queue ${folder}.hpp)
         while(queue)

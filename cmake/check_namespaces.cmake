@@ -4,7 +4,9 @@
 #     (tenet::detail::<name> for the folders whose code is in tenet,
 #     tenet::<ns>::detail for those with a namespace), declared by no other
 #     folder; nothing is declared in the shared tenet::detail itself;
-#   - no folder names another folder's detail namespace;
+#   - no folder names another folder's detail namespace, nor opens the shared
+#     tenet::detail with a using-directive (which would make every folder's
+#     detail namespace reachable unqualified);
 #   - a folder names tenet::internal::X only when X is exported by a folder
 #     below it in the layer table.
 # Run: cmake -DROOT=<source dir> -P check_namespaces.cmake
@@ -99,6 +101,9 @@ foreach(folder IN LISTS order)
                 string(APPEND failures "\n  ${name} reaches into ${nsdetail_${ns}}/'s tenet::${ns}::detail")
             endif()
         endforeach()
+        if(code MATCHES "using namespace (::)?tenet::detail;")
+            string(APPEND failures "\n  ${name} opens the shared tenet::detail with a using-directive")
+        endif()
         string(REGEX MATCHALL "internal::[a-z_0-9]+" uses "${code}")
         foreach(use IN LISTS uses)
             string(REGEX MATCH "internal::([a-z_0-9]+)" _ "${use}")

@@ -13,7 +13,8 @@ set(expected
     "tenet::detail::low is declared by several folders: low;mid"
     "tenet/high/high.hpp declares names in the shared tenet::detail"
     "tenet/high/high.hpp reaches into low/'s tenet::nn::detail"
-    "tenet/high/high.hpp names internal::nobody, which no folder exports")
+    "tenet/high/high.hpp names internal::nobody, which no folder exports"
+    "tenet/high/high.hpp opens the shared tenet::detail with a using-directive")
 foreach(line IN LISTS expected)
     string(FIND "${out}" "${line}" at)
     if(at EQUAL -1)

@@ -64,6 +64,26 @@ TEST_CASE("reshape, unsqueeze and squeeze keep row-major order")
     CHECK(x(2, 3) == 111.0f);
 }
 
+TEST_CASE("reshape of an expression re-indexes it, fused, in row-major order")
+{
+    Tensor<f32, Shape<3, 4>, Host> x;
+    testing::fill_random(x, 21);  // specials included: the expression carries them
+    Tensor<f32, Shape<6, 2>, Host> y;
+    testing::poison(y);
+    y = reshape<Shape<6, 2>>(x * x + 1.0f) * 0.5f;
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < 12; ++i) {
+        const double v = static_cast<double>(x.data()[i]), want = (v * v + 1.0) * 0.5;
+        wrong += !testing::close<f32>(static_cast<double>(y(i / 2, i % 2)), want, want, {1.5, 0});
+    }
+    CHECK(wrong == 0);
+    Tensor<f32, Shape<3, 4>, Host> n;
+    fill_index(n);
+    Tensor<f32, Shape<2, 2, 3>, Host> z = reshape<Shape<2, 2, 3>>(transpose(n) - 1.0f);  // re-indexing a re-indexing
+    CHECK(z(1, 0, 2) == n(2, 2) - 1.0f);  // index 8 of n^T (4 x 3) is n^T(2, 2)
+    CHECK(z(0, 1, 0) == n(0, 1) - 1.0f);  // index 3 is n^T(1, 0)
+}
+
 TEST_CASE("broadcasting follows NumPy rules in every operator")
 {
     Tensor<f32, Shape<4, 1, 3>, Host> a;

@@ -26,6 +26,7 @@
 #include "../expr/map.hpp"
 #include "../expr/remap.hpp"
 #include "../expr/views.hpp"
+#include "../tensor/tensor.hpp"
 #include "derivatives.hpp"
 #include "variable.hpp"
 

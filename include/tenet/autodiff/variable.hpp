@@ -6,6 +6,7 @@
 #pragma once
 
 #include "../expr/operators.hpp"
+#include "../tensor/tensor.hpp"
 
 #include <cstddef>
 #include <type_traits>

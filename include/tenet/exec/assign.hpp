@@ -149,31 +149,50 @@ void check_disjoint(const value_pack<D...>& dsts, std::index_sequence<I...>)
             if (overlap(ranges[a], ranges[b])) throw aliasing_error("tenet: tie(...): two destinations share memory");
 }
 
+// A right-hand side is a plain number or an expression evaluable in Context.
+template <class Src, class Context>
+constexpr bool check_source()
+{
+    if constexpr (scalar_value<Src>) return true;
+    else return internal::check_evaluable<Src, Context>();
+}
+
+// dst = src (a node): through its assignment_pattern, else elementwise.
+template <class D, class S>
+void assign_source(const D& dst, const S& src)
+{
+    if constexpr (check_assignment<D, S>()) {
+        using place = compute_place_t<typename D::place>;
+        exec_context<place> context(current_stream());
+        auto dst_eval = dst.prepare(context);
+        require_memory(dst_eval);
+        const auto written = assignment_pattern<S>::assign(src, dst, context);
+        if constexpr (!std::is_same_v<std::remove_const_t<decltype(written)>, std::true_type>) {
+            if (!written) {
+                auto src_eval = broadcast_to<typename D::shape>(src).prepare(context);
+                if constexpr (internal::check_evaluator<decltype(src_eval)>()) {
+                    check_operands(dst_eval, src_eval);
+                    run_elementwise<place>(make_value_pack(dst_eval), make_value_pack(src_eval), context.stream());
+                }
+            }
+        }
+    }
+}
+
 }  // namespace detail::exec
 
+// destination = source: an expression, a tensor, or a plain number. A type
+// that means to be an expression but misses a member gets one tenet: line
+// naming it.
 template <class Dst, class Src>
 void assign(const Dst& destination, const Src& source)
 {
     auto dst = detail::exec::destination_view(destination);
     using D = decltype(dst);
-    auto src_node = detail::exec::source_node<Src, D>(source);
-    using S = decltype(src_node);
-    if constexpr (detail::exec::check_assignment<D, S>()) {
-        using place = compute_place_t<typename D::place>;
-        detail::exec::exec_context<place> context(current_stream());
-        auto dst_eval = dst.prepare(context);
-        detail::exec::require_memory(dst_eval);
-        const auto written = assignment_pattern<S>::assign(src_node, dst, context);
-        if constexpr (!std::is_same_v<std::remove_const_t<decltype(written)>, std::true_type>) {
-            if (!written) {
-                auto src_eval = broadcast_to<typename D::shape>(src_node).prepare(context);
-                if constexpr (internal::check_evaluator<decltype(src_eval)>()) {
-                    detail::exec::check_operands(dst_eval, src_eval);
-                    detail::exec::run_elementwise<place>(make_value_pack(dst_eval),
-                                                   make_value_pack(src_eval), context.stream());
-                }
-            }
-        }
+    using place = compute_place_t<typename D::place>;
+    using context_type = detail::exec::exec_context<place>;
+    if constexpr (detail::exec::check_source<Src, context_type>()) {
+        detail::exec::assign_source(dst, detail::exec::source_node<Src, D>(source));
     }
 }
 

@@ -3,6 +3,7 @@
 // (Each header also stands alone.)
 #pragma once
 
+#include "../tensor/tensor.hpp"
 #include "exact_math.hpp"
 #include "functors.hpp"
 #include "generator.hpp"

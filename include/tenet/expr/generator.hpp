@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../memory/place.hpp"
+#include "../tensor/tensor.hpp"
 #include "node.hpp"
 #include "scalar.hpp"
 

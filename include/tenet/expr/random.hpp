@@ -5,6 +5,7 @@
 //   counter = (i / 4, offset), key = seed, element i takes word i % 4.
 #pragma once
 
+#include "../tensor/tensor.hpp"
 #include "exact_math.hpp"
 #include "generator.hpp"
 #include "scalar.hpp"

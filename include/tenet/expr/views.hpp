@@ -21,6 +21,14 @@ struct is_scalar_expr : std::false_type {};
 template <class V, class S>
 struct is_scalar_expr<scalar_expr<V, S>> : std::true_type {};
 
+// A view whose elements are contiguous in row-major order (reshape keeps it a view).
+template <class N>
+constexpr bool is_contiguous_view()
+{
+    if constexpr (is_tensor_view<N>::value) return index_map<typename N::layout>::contiguous;
+    else return false;
+}
+
 // What a view is taken of: a non-const Tensor lvalue gives a writable view
 // (slice<0, 0, 2>(x) = ... writes x); anything else is held as an operand.
 template <class E>
@@ -158,7 +166,7 @@ auto reshape(E&& e)
     if constexpr (!(From::numel == To::numel)) {
         // a well-formed stand-in of the asked-for shape: the error above stays the only one
         return detail::expr::scalar_expr<typename N::value_type, To>{};
-    } else if constexpr (is_tensor_view<N>::value && index_map<typename N::layout>::contiguous) {
+    } else if constexpr (detail::expr::is_contiguous_view<N>()) {
         using element = std::remove_pointer_t<decltype(node.data())>;
         using L = contiguous_layout<To, N::layout::offset>;
         return TensorView<element, L, typename N::place>(node.data());

@@ -46,8 +46,6 @@
 namespace tenet::linalg {
 namespace detail {
 
-using namespace ::tenet::detail;
-
 constexpr std::size_t gelu_aux_ld(std::size_t n) { return (n + 7) / 8 * 8; }
 
 // What a Linear without activation keeps for its backward: nothing.
@@ -182,7 +180,6 @@ void linear_forward(Y&& y, const X& x, const W& w, const B& b)
 template <activation Act, class Y, class Aux, class X, class W, class B>
 void linear_forward(Y&& y_out, [[maybe_unused]] Aux& aux, const X& x_in, const W& w_in, const B& b_in)
 {
-    using namespace tenet::detail;
     const auto y = tenet::destination_view(y_out);
     using YV = std::remove_const_t<decltype(y)>;
     using check = detail::forward_shapes<typename X::shape, typename W::shape, typename B::shape, typename YV::shape>;
@@ -243,7 +240,6 @@ void linear_backward_weights(DW&& dw, const DZ& dz, const X& x)
 template <class DW, class DB, class DZ, class X>
 void linear_backward_weights(DW&& dw_out, DB&& db_out, const DZ& dz_in, const X& x_in)
 {
-    using namespace tenet::detail;
     const auto dw = tenet::destination_view(dw_out);
     const auto db = tenet::destination_view(db_out);
     using DWV = std::remove_const_t<decltype(dw)>;
@@ -292,7 +288,6 @@ void linear_backward_input(DX&& dx, const DZ& dz, const W& w)
 template <activation Act, class DZP, class DBP, class DZ, class W, class Aux>
 void linear_backward_input_act(DZP&& dz_prev_out, DBP&& db_prev_out, const DZ& dz_in, const W& w_in, const Aux& aux)
 {
-    using namespace tenet::detail;
     const auto dz_prev = tenet::destination_view(dz_prev_out);
     const auto db_prev = tenet::destination_view(db_prev_out);
     using DZPV = std::remove_const_t<decltype(dz_prev)>;

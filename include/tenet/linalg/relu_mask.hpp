@@ -15,6 +15,7 @@
 #include "../expr/node.hpp"
 #include "../memory/place.hpp"
 #include "../numeric/types.hpp"
+#include "../tensor/tensor.hpp"
 
 #include <cstddef>
 

@@ -56,11 +56,11 @@ private:
     const storage* input_ = nullptr;
 };
 
-// Fusable is the cuBLASLt epilogue a preceding Linear can apply instead
-// (none: this activation is never fused into a matmul).
-template <class Op, linalg::activation Fusable = linalg::activation::none>
+// fusable: the cuBLASLt epilogue a preceding Linear can apply instead, from
+// linalg's one table (none: this activation is never fused into a matmul).
+template <class Op>
 struct activation_spec {
-    static constexpr linalg::activation fusable = Fusable;
+    static constexpr linalg::activation fusable = linalg::activation_of<Op>;
     template <class S>
     using output_shape = S;
     template <precision_policy P, class S, class Place>
@@ -69,9 +69,9 @@ struct activation_spec {
 
 }  // namespace detail
 
-struct ReLU : detail::activation_spec<ops::relu, linalg::activation::relu> {};
-struct GELU : detail::activation_spec<ops::gelu, linalg::activation::gelu> {};
-struct GELUTanh : detail::activation_spec<ops::gelu_tanh, linalg::activation::gelu_tanh> {};
+struct ReLU : detail::activation_spec<ops::relu> {};
+struct GELU : detail::activation_spec<ops::gelu> {};
+struct GELUTanh : detail::activation_spec<ops::gelu_tanh> {};
 struct Tanh : detail::activation_spec<ops::tanh> {};
 struct Sigmoid : detail::activation_spec<ops::sigmoid> {};
 struct SiLU : detail::activation_spec<ops::silu> {};

@@ -196,11 +196,23 @@ template <class P, class S, class Place>
 using output_view = TensorView<typename P::storage, contiguous_layout<S>, Place>;
 
 template <class L>
-concept counts_its_memory = requires {
+concept counts_parameters = requires {
     { L::parameter_count } -> std::convertible_to<std::size_t>;
+};
+template <class L>
+concept counts_parameter_numel = requires {
     { L::parameter_numel } -> std::convertible_to<std::size_t>;
+};
+template <class L>
+concept counts_activation_bytes = requires {
     { L::activation_bytes } -> std::convertible_to<std::size_t>;
+};
+template <class L>
+concept counts_activation_gradient_bytes = requires {
     { L::activation_gradient_bytes } -> std::convertible_to<std::size_t>;
+};
+template <class L>
+concept says_preactivation = requires {
     { L::wants_preactivation_gradient } -> std::convertible_to<bool>;
 };
 template <class L, class P>
@@ -223,7 +235,9 @@ concept lists_parameters = requires(L& l, parameter_probe& f) { l.for_each_param
 }  // namespace detail
 
 template <class L, class P, class In, class Out, class Place>
-concept layer = detail::counts_its_memory<L> && detail::binds_parameters<L, P> && detail::initializes<L> &&
+concept layer = detail::counts_parameters<L> && detail::counts_parameter_numel<L> &&
+                detail::counts_activation_bytes<L> && detail::counts_activation_gradient_bytes<L> &&
+                detail::says_preactivation<L> && detail::binds_parameters<L, P> && detail::initializes<L> &&
                 detail::runs_forward<L, P, In, Out, Place> && detail::runs_backward<L, P, In, Out, Place> &&
                 detail::lists_parameters<L>;
 
@@ -236,22 +250,37 @@ concept layer_spec = requires {
 
 namespace detail {
 
-// One tenet: line per missing part of the protocol (the concepts above say
-// only "not satisfied"); true once reported, so the caller adds no error.
+// One tenet: line naming the first member a layer misses (the concepts
+// above say only "not satisfied"); true once reported, so the caller adds no
+// error.
 template <class L, class P, class In, class Out, class Place>
 constexpr bool check_layer()
 {
-    static_assert(counts_its_memory<L>,
-                  "tenet: layer: needs static constexpr parameter_count, parameter_numel (padded_numel of each "
-                  "parameter), activation_bytes, activation_gradient_bytes (std::size_t) and "
-                  "wants_preactivation_gradient (bool)");
-    static_assert(binds_parameters<L, P>, "tenet: layer: needs a constructor taking parameter_slice<...>&");
-    static_assert(initializes<L>, "tenet: layer: needs initialize(std::uint64_t seed)");
-    static_assert(runs_forward<L, P, In, Out, Place>, "tenet: layer: needs forward(x, y, const step_info&)");
-    static_assert(runs_backward<L, P, In, Out, Place>,
-                  "tenet: layer: needs backward(dy, dx, const step_info&, prev), dx a view or no_input_gradient");
-    static_assert(lists_parameters<L>,
-                  "tenet: layer: needs for_each_parameter(f, prefix), calling f(name, value view, gradient view)");
+    if constexpr (!counts_parameters<L>)
+        static_assert(counts_parameters<L>, "tenet: layer: needs static constexpr std::size_t parameter_count");
+    else if constexpr (!counts_parameter_numel<L>)
+        static_assert(counts_parameter_numel<L>,
+                      "tenet: layer: needs static constexpr std::size_t parameter_numel (padded_numel of each "
+                      "parameter, summed)");
+    else if constexpr (!counts_activation_bytes<L>)
+        static_assert(counts_activation_bytes<L>, "tenet: layer: needs static constexpr std::size_t activation_bytes");
+    else if constexpr (!counts_activation_gradient_bytes<L>)
+        static_assert(counts_activation_gradient_bytes<L>,
+                      "tenet: layer: needs static constexpr std::size_t activation_gradient_bytes");
+    else if constexpr (!says_preactivation<L>)
+        static_assert(says_preactivation<L>, "tenet: layer: needs static constexpr bool wants_preactivation_gradient");
+    else if constexpr (!binds_parameters<L, P>)
+        static_assert(binds_parameters<L, P>, "tenet: layer: needs a constructor taking parameter_slice<...>&");
+    else if constexpr (!initializes<L>)
+        static_assert(initializes<L>, "tenet: layer: needs initialize(std::uint64_t seed)");
+    else if constexpr (!runs_forward<L, P, In, Out, Place>)
+        static_assert(runs_forward<L, P, In, Out, Place>, "tenet: layer: needs forward(x, y, const step_info&)");
+    else if constexpr (!runs_backward<L, P, In, Out, Place>)
+        static_assert(runs_backward<L, P, In, Out, Place>,
+                      "tenet: layer: needs backward(dy, dx, const step_info&, prev), dx a view or no_input_gradient");
+    else
+        static_assert(lists_parameters<L>,
+                      "tenet: layer: needs for_each_parameter(f, prefix), calling f(name, value view, gradient view)");
     return true;  // reported above: no second error at the caller
 }
 

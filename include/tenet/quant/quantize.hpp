@@ -21,6 +21,7 @@
 
 #include "../expr/operators.hpp"
 #include "../expr/scalar.hpp"
+#include "../tensor/tensor.hpp"
 #include "qparams.hpp"
 
 #include <cstdint>

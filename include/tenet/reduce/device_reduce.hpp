@@ -12,13 +12,12 @@
 #pragma once
 
 #include "../config.hpp"
-
-#if TENET_CUDA_COMPILER
-
 #include "../exec/launch.hpp"
 #include "../memory/buffer.hpp"
 #include "../shape/layout.hpp"
 #include "row_engine.hpp"
+
+#if TENET_CUDA_COMPILER
 
 #include <cub/device/device_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>

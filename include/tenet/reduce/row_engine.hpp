@@ -28,6 +28,7 @@
 #include "../exec/launch.hpp"
 #include "../memory/buffer.hpp"
 #include "../numeric/vec.hpp"
+#include "../tensor/tensor.hpp"
 
 #include <cstddef>
 #include <type_traits>

@@ -1,9 +1,12 @@
 // The expression protocol. Tensors, views and every node built from them
-// satisfy `expression`:
+// satisfy `expression` (its three types) and `evaluable` (with prepare):
 //   E::shape       Shape<...> of its value
 //   E::value_type  the compute type of its elements (f32 for 16-bit floats)
 //   E::place       Host, HostPinned, Device, or AnyPlace (scalars, generators)
-//   e.prepare(ctx) its evaluator (below); `evaluable<E, Context>` checks it
+//   e.prepare(ctx) its evaluator (below), in an execution context
+//                  (exec/context.hpp); `evaluable<E, Context>` checks it
+// Assigning a type that has some of these but not all names the first it
+// misses in one tenet: line.
 // User-facing nodes may own things (a moved-in Tensor); evaluators own
 // nothing: they hold pointers and static layouts only.
 //
@@ -32,12 +35,28 @@
 
 namespace tenet {
 
+namespace detail::tensor {
+
+// The expression requirements, one per member (the concept and the checks
+// below both use them).
 template <class E>
-concept expression = requires {
-    typename E::shape;
-    typename E::value_type;
-    typename E::place;
-} && shape_type<typename E::shape>;
+concept expression_shape = requires { typename E::shape; } && shape_type<typename E::shape>;
+template <class E>
+concept expression_value = requires { typename E::value_type; };
+template <class E>
+concept expression_place = requires { typename E::place; };
+
+// A type that means to be an expression (it names a shape or a place, which
+// a container's value_type alone does not), so a tensor's operator= takes it
+// and check_expression names what it misses.
+template <class E>
+concept expression_like = requires { typename E::shape; } || expression_place<E>;
+
+}  // namespace detail::tensor
+
+template <class E>
+concept expression = detail::tensor::expression_shape<E> && detail::tensor::expression_value<E> &&
+                     detail::tensor::expression_place<E>;
 
 namespace detail::tensor {
 
@@ -106,6 +125,37 @@ concept evaluable = expression<E> && requires(const E& e, Context& context) {
     { e.prepare(context) } -> evaluator;
 };
 
+namespace detail::tensor {
+
+// One tenet: line naming the first member an expression misses; true when
+// it has them all.
+template <class E>
+constexpr bool check_expression()
+{
+    if constexpr (!expression_shape<E>)
+        static_assert(expression_shape<E>, "tenet: expression: needs shape, a Shape<...> of its value");
+    else if constexpr (!expression_value<E>)
+        static_assert(expression_value<E>, "tenet: expression: needs value_type, the type of its elements");
+    else
+        static_assert(expression_place<E>, "tenet: expression: needs place (Host, HostPinned, Device or AnyPlace)");
+    return expression<E>;
+}
+
+// ... and what it misses to be evaluated in Context.
+template <class E, class Context>
+constexpr bool check_evaluable()
+{
+    if constexpr (check_expression<E>()) {
+        constexpr bool prepares = requires(const E& e, Context& context) { e.prepare(context); };
+        static_assert(prepares, "tenet: expression: needs prepare(context), returning its evaluator");
+        return prepares;
+    } else {
+        return false;
+    }
+}
+
+}  // namespace detail::tensor
+
 // Plain numbers usable as scalar operands (x * 0.5f, 2 + x).
 template <class S>
 concept scalar_value = std::is_arithmetic_v<S>;
@@ -117,5 +167,6 @@ void assign(const Dst& destination, const Src& source);
 
 // For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
 namespace tenet::internal {
+using detail::tensor::check_evaluable;
 using detail::tensor::check_evaluator;
 }  // namespace tenet::internal

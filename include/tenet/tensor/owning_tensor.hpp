@@ -43,7 +43,7 @@ public:
         return *this;
     }
     template <class E>
-        requires(expression<E> || scalar_value<E>)
+        requires(detail::tensor::expression_like<E> || scalar_value<E>)
     Tensor& operator=(const E& source)
     {
         view() = source;

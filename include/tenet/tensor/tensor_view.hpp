@@ -37,7 +37,7 @@ public:
         return *this;
     }
     template <class E>
-        requires(expression<E> || scalar_value<E>)
+        requires(detail::tensor::expression_like<E> || scalar_value<E>)
     const TensorView& operator=(const E& source) const
     {
         assign(*this, source);

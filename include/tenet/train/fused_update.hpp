@@ -22,6 +22,7 @@
 
 #include "../memory/stream.hpp"
 #include "../numeric/convert.hpp"
+#include "../tensor/tensor.hpp"
 #include "loss_scaler.hpp"
 
 #include <cmath>

@@ -18,4 +18,9 @@ struct shared {};
 using allowed = internal::helper;
 using reached_down = nn::detail::hidden;
 using never_exported = internal::nobody;
+
+inline void opens_everything()
+{
+    using namespace ::tenet::detail;
+}
 }  // namespace tenet

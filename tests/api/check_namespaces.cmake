@@ -14,7 +14,8 @@ set(expected
     "tenet/high/high.hpp declares names in the shared tenet::detail"
     "tenet/high/high.hpp reaches into low/'s tenet::nn::detail"
     "tenet/high/high.hpp names internal::nobody, which no folder exports"
-    "tenet/high/high.hpp opens the shared tenet::detail with a using-directive")
+    "tenet/high/high.hpp opens the shared tenet::detail with a using-directive"
+    "tenet/high/high.hpp opens the shared tenet::detail with using namespace detail")
 foreach(line IN LISTS expected)
     string(FIND "${out}" "${line}" at)
     if(at EQUAL -1)

@@ -48,6 +48,12 @@ TEST_CASE_TEMPLATE("device: reductions along every kind of axis agree with the h
     Tensor<T, Shape<9, 5000>, Host> long_rows;  // a block per row
     testing::fill_random(long_rows, 2, &moderate);
     compare<-1>(long_rows);
+    Tensor<T, Shape<40, 1500>, Host> two_warps;  // a 64-thread team, two warps per row
+    testing::fill_random(two_warps, 5, &moderate);
+    compare<1>(two_warps);
+    Tensor<T, Shape<3, 40000>, Host> longest;  // the largest team (512 threads)
+    testing::fill_random(longest, 6, &moderate);
+    compare<1>(longest);
     Tensor<T, Shape<3, 7, 11, 13>, Host> four;
     testing::fill_random(four, 3, &moderate);
     compare<1, 3>(four);

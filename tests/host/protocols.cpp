@@ -1,15 +1,16 @@
-// Every implementation of a public protocol in the library, checked against
-// its concept (tensor/expression.hpp, nn/layer.hpp, train/loss.hpp): the
-// expression nodes and the evaluators they prepare, the built-in layer specs
-// under each training policy, and the losses. A member renamed or dropped
-// anywhere fails this file at compile time.
+// The library's implementations of its public protocols, checked against
+// their concepts (tensor/expression.hpp, nn/layer.hpp, train/loss.hpp): each
+// kind of expression node and the evaluator it prepares (on the host, and on
+// the device when nvcc compiles this file), the built-in layer specs under
+// each training policy, and the losses. A member renamed or dropped anywhere
+// fails this file at compile time.
 #include "tensor_testing.hpp"
 
 #include <ratio>
 
 using namespace tenet;
 
-namespace {
+namespace protocol_checks {
 
 using context = exec_context<Host>;
 
@@ -30,7 +31,7 @@ struct halve {
     }
 };
 
-}  // namespace
+}  // namespace protocol_checks
 
 // Operands, only ever named in decltype (declared, never defined).
 namespace protocol_operands {
@@ -38,9 +39,11 @@ Tensor<f32, Shape<4, 8>, Host>& x();
 Tensor<bf16, Shape<4, 8>, Host>& h();
 Tensor<f32, Shape<8>, Host>& row();
 Tensor<f32, Shape<8, 3>, Host>& w();
+Tensor<f32, Shape<4, 8>, Device>& xd();
+Tensor<f32, Shape<8, 3>, Device>& wd();
 }  // namespace protocol_operands
 
-namespace {
+namespace protocol_checks {
 
 using namespace protocol_operands;
 
@@ -75,6 +78,20 @@ static_assert(conforms<decltype(softmax(x()))>);
 static_assert(conforms<decltype(log_softmax(h()))>);
 static_assert(conforms<decltype(matmul(x(), w()))>);
 static_assert(conforms<decltype(matmul(x(), w()) + 1.0f)>);
+#if TENET_CUDA_COMPILER
+// The same nodes prepared for the device.
+template <class E>
+constexpr bool conforms_on_device =
+    expression<std::remove_cvref_t<E>> && evaluable<std::remove_cvref_t<E>, exec_context<Device>>;
+
+static_assert(conforms_on_device<decltype(xd())>);
+static_assert(conforms_on_device<decltype(exp(xd()) * 2.0f + random_normal<Shape<4, 8>>(3))>);
+static_assert(conforms_on_device<decltype(map(halve{}, permute<1, 0>(xd())))>);
+static_assert(conforms_on_device<decltype(sum<1>(xd()))>);
+static_assert(conforms_on_device<decltype(softmax(xd()))>);
+static_assert(conforms_on_device<decltype(matmul(xd(), wd()))>);
+#endif
+
 // Not expressions.
 static_assert(!expression<float> && !expression<std::vector<float>> && !expression<halve>);
 
@@ -113,4 +130,4 @@ static_assert(loss_everywhere<train::mean_squared_error>);
 static_assert(loss_everywhere<train::elementwise_loss<squared_error>>);
 static_assert(!train::loss<halve, fp32, Shape<4, 3>, Host>);
 
-}  // namespace
+}  // namespace protocol_checks

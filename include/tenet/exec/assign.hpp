@@ -149,12 +149,12 @@ void check_disjoint(const value_pack<D...>& dsts, std::index_sequence<I...>)
             if (overlap(ranges[a], ranges[b])) throw aliasing_error("tenet: tie(...): two destinations share memory");
 }
 
-// A right-hand side is a plain number or an expression evaluable in Context.
-template <class Src, class Context>
+// A right-hand side is a plain number or an expression.
+template <class Src>
 constexpr bool check_source()
 {
     if constexpr (scalar_value<Src>) return true;
-    else return internal::check_evaluable<Src, Context>();
+    else return internal::check_expression<Src>();
 }
 
 // dst = src (a node): through its assignment_pattern, else elementwise.
@@ -168,11 +168,13 @@ void assign_source(const D& dst, const S& src)
         require_memory(dst_eval);
         const auto written = assignment_pattern<S>::assign(src, dst, context);
         if constexpr (!std::is_same_v<std::remove_const_t<decltype(written)>, std::true_type>) {
-            if (!written) {
-                auto src_eval = broadcast_to<typename D::shape>(src).prepare(context);
-                if constexpr (internal::check_evaluator<decltype(src_eval)>()) {
-                    check_operands(dst_eval, src_eval);
-                    run_elementwise<place>(make_value_pack(dst_eval), make_value_pack(src_eval), context.stream());
+            if constexpr (internal::check_prepare<S, exec_context<place>>()) {
+                if (!written) {
+                    auto src_eval = broadcast_to<typename D::shape>(src).prepare(context);
+                    if constexpr (internal::check_evaluator<decltype(src_eval)>()) {
+                        check_operands(dst_eval, src_eval);
+                        run_elementwise<place>(make_value_pack(dst_eval), make_value_pack(src_eval), context.stream());
+                    }
                 }
             }
         }
@@ -189,9 +191,7 @@ void assign(const Dst& destination, const Src& source)
 {
     auto dst = detail::exec::destination_view(destination);
     using D = decltype(dst);
-    using place = compute_place_t<typename D::place>;
-    using context_type = detail::exec::exec_context<place>;
-    if constexpr (detail::exec::check_source<Src, context_type>()) {
+    if constexpr (detail::exec::check_source<Src>()) {
         detail::exec::assign_source(dst, detail::exec::source_node<Src, D>(source));
     }
 }

@@ -39,9 +39,16 @@ __device__ typename Op::accumulator reduce_row_part(const In& in, std::size_t ro
 
 // Rows along the innermost axis, on the row engine: a team per row (a warp,
 // or a block for long rows), each thread accumulating every team-th element.
+// At most 512 threads: a 1024-thread block leaves a thread 64 registers, too
+// few for an f64 argmax over an expression (it spills).
+inline constexpr unsigned max_reduce_team = 512;
+
+template <std::size_t Length>
+inline constexpr unsigned reduce_team = team_size<Length, 1> < max_reduce_team ? team_size<Length, 1> : max_reduce_team;
+
 template <class Op, class Axes, class In, class Dst>
 struct reduce_rows_body {
-    using plan = row_plan<Axes::rows, Axes::row_length, team_size<Axes::row_length, 1>, 1, false>;
+    using plan = row_plan<Axes::rows, Axes::row_length, reduce_team<Axes::row_length>, 1, false>;
     In in;
     Dst dst;
 

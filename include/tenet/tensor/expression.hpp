@@ -141,17 +141,14 @@ constexpr bool check_expression()
     return expression<E>;
 }
 
-// ... and what it misses to be evaluated in Context.
+// ... and whether it has prepare(context) const, asked only where the
+// expression is about to be prepared (asking compiles an auto prepare's body).
 template <class E, class Context>
-constexpr bool check_evaluable()
+constexpr bool check_prepare()
 {
-    if constexpr (check_expression<E>()) {
-        constexpr bool prepares = requires(const E& e, Context& context) { e.prepare(context); };
-        static_assert(prepares, "tenet: expression: needs prepare(context), returning its evaluator");
-        return prepares;
-    } else {
-        return false;
-    }
+    constexpr bool prepares = requires(const E& e, Context& context) { e.prepare(context); };
+    static_assert(prepares, "tenet: expression: needs prepare(context) const, returning its evaluator");
+    return prepares;
 }
 
 }  // namespace detail::tensor
@@ -167,6 +164,7 @@ void assign(const Dst& destination, const Src& source);
 
 // For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
 namespace tenet::internal {
-using detail::tensor::check_evaluable;
+using detail::tensor::check_expression;
+using detail::tensor::check_prepare;
 using detail::tensor::check_evaluator;
 }  // namespace tenet::internal

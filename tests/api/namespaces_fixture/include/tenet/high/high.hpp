@@ -23,4 +23,9 @@ inline void opens_everything()
 {
     using namespace ::tenet::detail;
 }
+
+inline void opens_everything_too()
+{
+    using namespace detail;
+}
 }  // namespace tenet

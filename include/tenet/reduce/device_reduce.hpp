@@ -19,6 +19,8 @@
 
 #if TENET_CUDA_COMPILER
 
+#include <algorithm>
+
 #include <cub/device/device_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -44,7 +46,7 @@ __device__ typename Op::accumulator reduce_row_part(const In& in, std::size_t ro
 inline constexpr unsigned max_reduce_team = 512;
 
 template <std::size_t Length>
-inline constexpr unsigned reduce_team = team_size<Length, 1> < max_reduce_team ? team_size<Length, 1> : max_reduce_team;
+inline constexpr unsigned reduce_team = std::min(team_size<Length, 1>, max_reduce_team);
 
 template <class Op, class Axes, class In, class Dst>
 struct reduce_rows_body {

@@ -1,7 +1,7 @@
 // Reductions on the host. Each output row is accumulated in order; rows are
-// split across cores by the row engine (host_for_rows). A full reduction is split into fixed blocks whose
-// partial results are combined in order, so the answer does not depend on
-// the number of threads.
+// split across cores by the row engine (host_for_rows). A full reduction is
+// split into fixed blocks whose partial results are combined in order, so
+// the answer does not depend on the number of threads.
 #pragma once
 
 #include "../config.hpp"

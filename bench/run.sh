@@ -52,6 +52,18 @@ else
     echo "skipped: PyTorch peer (torch is not installed in $venv; the GPU machine's own torch is used there)"
 fi
 
+# Prints each framework's epoch of a JSON-lines file against tenet's f32 one.
+compare_epochs() {
+    "$venv/bin/python" - "$1" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
+tenet = next(r for r in rows if r["framework"] == "tenet" and r["mode"] == "host-f32")
+for r in rows:
+    print(f'{r["framework"]:>6} {r["mode"]:<16} {r["epoch_s"]:8.3f} s/epoch {r["samples_per_s"]:9.1f} samples/s'
+          f'  tenet f32 is {r["epoch_s"] / tenet["epoch_s"]:5.2f}x as fast')
+PY
+}
+
 # Training: one epoch of the Fashion-MNIST MLP on the host (tenet f32 and
 # bf16_mixed) against PyTorch (eager, torch.compile) and jax.jit (+optax) on the CPU.
 echo "== host training epoch: MLP 784-256-128-10, batch 256, AdamW ($(nproc) cores)"
@@ -64,13 +76,13 @@ echo "== host training epoch: MLP 784-256-128-10, batch 256, AdamW ($(nproc) cor
 for framework in torch jax; do
     "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_epoch.py" --framework "$framework" | tee -a "$dir/train_epoch.jsonl"
 done
-"$venv/bin/python" - "$dir/train_epoch.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
-tenet = next(r for r in rows if r["framework"] == "tenet" and r["mode"] == "host-f32")
-for r in rows:
-    print(f'{r["framework"]:>6} {r["mode"]:<16} {r["epoch_s"]:8.3f} s/epoch  tenet f32 is {r["epoch_s"] / tenet["epoch_s"]:5.2f}x as fast')
-PY
+compare_epochs "$dir/train_epoch.jsonl"
+
+# The Fashion-MNIST example's CNN (issue 16): one epoch of 10240 samples, tenet vs PyTorch eager/compile.
+echo "== host training epoch: the example's CNN, 10240 samples, batch 256, AdamW ($(nproc) cores)"
+"$dir/bench/bench_host_train_epoch" --model cnn | tee "$dir/cnn_epoch.jsonl"
+"$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_epoch.py" --framework torch --model cnn | tee -a "$dir/cnn_epoch.jsonl"
+compare_epochs "$dir/cnn_epoch.jsonl"
 
 echo "== host int8 GEMM vs Eigen f32, 256x784x256 ($(nproc) cores)"
 "$dir/bench/bench_host_int8_gemm"

@@ -1,7 +1,12 @@
 """One training epoch of the MLP 784-256-128-10 (ReLU) on the CPU, float32,
 in PyTorch (eager, and torch.compile when it works) or JAX (jax.jit of the
 whole train step; optax's AdamW if installed, else the same update written
-in jax.numpy): the peers of tenet's MLP training benchmark.
+in jax.numpy): the peers of tenet's training benchmark
+(bench_host_train_epoch). With --model cnn (PyTorch only), the Fashion-MNIST
+example's CNN instead, on 28x28x1 images: conv 3x3 32 + ReLU + BatchNorm +
+max pool 2, conv 3x3 64 + ReLU + BatchNorm + max pool 2, dropout 0.25, dense
+128 + ReLU, dense 10, in PyTorch's channels_last memory format (NHWC, as
+tenet), on the first --samples samples (10240 by default).
 
 Batch 256, AdamW(lr=1e-3, weight_decay=1e-2), softmax cross-entropy with
 mean reduction, on Fashion-MNIST (normalised as tenet's loader does:
@@ -68,17 +73,29 @@ def time_epochs(run_epoch, epochs):
     return statistics.median(seconds)
 
 
-def torch_modes(x_np, y_np, threads, compile_too):
+def torch_model(torch, model_name):
+    nn = torch.nn
+    if model_name == "cnn":
+        return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
+                             nn.Flatten(), nn.Dropout(0.25), nn.Linear(3136, 128), nn.ReLU(),
+                             nn.Linear(128, 10)).to(memory_format=torch.channels_last)
+    layers = []
+    for fan_in, fan_out in zip(SIZES, SIZES[1:]):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def torch_modes(x_np, y_np, threads, compile_too, model_name):
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np).long()
+    if model_name == "cnn":
+        x_all = x_all.reshape(-1, 1, 28, 28).contiguous(memory_format=torch.channels_last)
     modes = []
     for mode in ["eager"] + (["compile"] if compile_too else []):
-        layers = []
-        for fan_in, fan_out in zip(SIZES, SIZES[1:]):
-            layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
-        model = torch.nn.Sequential(*layers[:-1])
+        model = torch_model(torch, model_name)
         opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
         forward, update = model, opt.step
         if mode == "compile":
@@ -96,7 +113,7 @@ def torch_modes(x_np, y_np, threads, compile_too):
     return modes
 
 
-def jax_modes(x_np, y_np, threads, compile_too):
+def jax_modes(x_np, y_np, threads, compile_too, model_name):
     import jax
     import jax.numpy as jnp
 
@@ -161,14 +178,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--framework", choices=["torch", "jax"], required=True)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (median)")
-    parser.add_argument("--samples", type=int, default=60000, help="fewer for a smoke test")
+    parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    parser.add_argument("--samples", type=int, default=None,
+                        help="the first N training samples (default: 60000 for the MLP, 10240 for the CNN)")
     parser.add_argument("--no-compile", action="store_true", help="torch: eager only")
     args = parser.parse_args()
 
+    if args.model == "cnn" and args.framework != "torch":
+        parser.error("--model cnn: the PyTorch peer only")
     threads = len(os.sched_getaffinity(0))
-    x, y, data = load_train(args.samples)
+    x, y, data = load_train(args.samples or (10240 if args.model == "cnn" else 60000))
     modes = torch_modes if args.framework == "torch" else jax_modes
-    for mode, run_epoch in modes(x, y, threads, not args.no_compile):
+    for mode, run_epoch in modes(x, y, threads, not args.no_compile, args.model):
         try:
             epoch_s = time_epochs(run_epoch, args.epochs)
         except Exception as e:  # torch.compile needs a working C++ toolchain; eager must work
@@ -176,7 +197,7 @@ def main():
                 raise
             print(f"skipped: torch.compile failed: {type(e).__name__}: {str(e)[:300]}", file=sys.stderr)
             continue
-        print(json.dumps({"framework": args.framework, "mode": mode, "epoch_s": round(epoch_s, 4),
+        print(json.dumps({"framework": args.framework, "model": args.model, "mode": mode, "epoch_s": round(epoch_s, 4),
                           "samples_per_s": round(len(x) / epoch_s, 1), "threads": threads,
                           "samples": len(x), "data": data}), flush=True)
     return 0

@@ -1,26 +1,29 @@
-// fashion_mnist: tenet's main job. An MLP 784-256-128-10 trained on
-// Fashion-MNIST (Debian's dataset-fashion-mnist) with AdamW, a warm-up +
-// cosine LR schedule and batches of 256, in fp32, bf16_mixed and fp16_mixed
-// (dynamic loss scaling) -- all compiled in, chosen by --policy. It runs on
-// the GPU (steps replayed as CUDA Graphs) when this file was compiled by nvcc
-// and a GPU is present, otherwise on the host.
+// fashion_mnist: tenet's main job. A model trained on Fashion-MNIST (Debian's
+// dataset-fashion-mnist) with AdamW, a warm-up + cosine LR schedule and
+// batches of 256, in fp32, bf16_mixed and fp16_mixed (dynamic loss scaling)
+// -- all compiled in, chosen by --policy. --model picks the model: mlp (the
+// default: 784-256-128-10), cnn (28x28x1 images: conv 3x3 32 + ReLU +
+// BatchNorm + max pool 2, conv 3x3 64 + ReLU + BatchNorm + max pool 2,
+// dropout, dense 128 + ReLU, dense 10) or all. It runs on the GPU (steps
+// replayed as CUDA Graphs) when this file was compiled by nvcc and a GPU is
+// present, otherwise on the host.
 //
-//   fashion_mnist [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N]
+//   fashion_mnist [--model mlp|cnn|all] [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N]
 //                 [--data DIR] [--seed S] [--host] [--eager] [--min-accuracy A]
 //                 [--save PATH] [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
 //                 [--calibration-batches N] [--qat-epochs N]
 //                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
 //                 [--prune-epochs N] [--prune-scope global|layer]
 //
-// --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
-// model into int8 models: post-training quantization (activation ranges from
+// --quantize ptq|qat|all (with the fp32 policy; the MLP only, for now) then
+// turns the trained fp32 model into int8 models: post-training quantization (activation ranges from
 // --calibration-batches training batches, seen by --observer
 // minmax|percentile|mse; weights per output channel), and quantization-aware
 // training (--qat-epochs of fine-tuning with fake quantization, observers
 // frozen half-way), each converted to an int8 model (int8 GEMMs, one fused
 // epilogue per layer) and tested.
 //
-// --prune unstructured|2:4|all (with the fp32 policy) fine-tunes copies of
+// --prune unstructured|2:4|all (with the fp32 policy; the MLP only, for now) fine-tunes copies of
 // the trained fp32 model while pruning them: unstructured magnitude pruning
 // to each of --sparsities (global by default), raised gradually over the
 // first two thirds of --prune-epochs on Zhu & Gupta's cubic schedule, and
@@ -29,9 +32,9 @@
 // trained (dense with zeros) and through host sparse inference (CSR), and
 // its per-layer sparsity is printed.
 //
-// Prints a progress bar per epoch, a table (policy, test accuracy, train
-// time, samples/s, model bytes) and, as its last line, one JSON object with
-// the same figures. With --min-accuracy it exits 1 when any result falls below it.
+// Prints a progress bar per epoch, a table (model, policy, test accuracy,
+// train time, samples/s, model bytes) and, as its last line, one JSON object
+// with the same figures. With --min-accuracy it exits 1 when any result falls below it.
 #include <tenet/tenet.hpp>
 
 #include <algorithm>
@@ -40,6 +43,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <ratio>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -52,10 +56,15 @@ namespace {
 constexpr std::size_t batch = 256;
 using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
 using input_shape = Shape<batch, 784>;
+using cnn = nn::Sequential<nn::Conv2d<1, 32, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<32>, nn::MaxPool2d<2>,
+                           nn::Conv2d<32, 64, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<64>, nn::MaxPool2d<2>, nn::Flatten,
+                           nn::Dropout<std::ratio<1, 4>>, nn::Linear<3136, 128>, nn::ReLU, nn::Linear<128, 10>>;
+using image_shape = Shape<batch, 28, 28, 1>;
 
 struct options {
+    std::string model = "mlp";
     std::string policy = "all";
-    std::size_t epochs = 15;
+    std::size_t epochs = 0;  // 0: the model's own (15 for the MLP, 6 for the CNN)
     std::size_t train_samples = 0;  // 0: all 60000
     std::string data = data::fashion_mnist_dir;
     std::uint64_t seed = 1;
@@ -73,19 +82,25 @@ struct options {
     std::string prune_scope = "global";
 };
 
+// Training epochs for a model: --epochs, or the model's own default.
+std::size_t epochs_for(const options& o, bool cnn) { return o.epochs ? o.epochs : (cnn ? 6 : 15); }
+
 struct result {
     std::string policy;
+    std::string model = "mlp";
     double accuracy = 0;
     double train_seconds = 0;
     double samples_per_second = 0;
     std::size_t model_bytes = 0;
     std::size_t nonzero_parameters = 0;
+    std::size_t epochs = 0;  // of training or fine-tuning (0: none, calibration only)
 };
 
 [[noreturn]] void usage(const std::string& why)
 {
     std::cerr << "fashion_mnist: " << why << "\n"
-              << "usage: fashion_mnist [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N] [--data DIR]\n"
+              << "usage: fashion_mnist [--model mlp|cnn|all] [--policy fp32|bf16|fp16|all] [--epochs N]\n"
+              << "                     [--train-samples N] [--data DIR]\n"
               << "                     [--seed S] [--host] [--eager] [--min-accuracy A] [--save PATH]\n"
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
               << "                     [--calibration-batches N] [--qat-epochs N]\n"
@@ -112,8 +127,12 @@ options parse(int argc, char** argv)
             if (i + 1 >= argc) usage(arg + " needs a value");
             return argv[++i];
         };
-        if (arg == "--policy") o.policy = value();
-        else if (arg == "--epochs") o.epochs = std::stoul(value());
+        if (arg == "--model") o.model = value();
+        else if (arg == "--policy") o.policy = value();
+        else if (arg == "--epochs") {
+            o.epochs = std::stoul(value());
+            if (o.epochs == 0) usage("--epochs must be at least 1");
+        }
         else if (arg == "--train-samples") o.train_samples = std::stoul(value());
         else if (arg == "--data") o.data = value();
         else if (arg == "--seed") o.seed = std::stoull(value());
@@ -133,7 +152,9 @@ options parse(int argc, char** argv)
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
         usage("--policy must be fp32, bf16, fp16 or all");
-    if (o.epochs == 0) usage("--epochs must be at least 1");
+    if (o.model != "mlp" && o.model != "cnn" && o.model != "all") usage("--model must be mlp, cnn or all");
+    if (o.model == "cnn" && (!o.quantize.empty() || !o.prune.empty()))
+        usage("--quantize and --prune take the MLP for now: use --model mlp or all");
     if (!o.quantize.empty() && o.quantize != "ptq" && o.quantize != "qat" && o.quantize != "all")
         usage("--quantize must be ptq, qat or all");
     if (!o.quantize.empty() && o.policy != "fp32" && o.policy != "all")
@@ -155,6 +176,14 @@ options parse(int argc, char** argv)
 template <class Place>
 using loader_t = data::batch_loader<f32, batch, 784, Place>;
 
+// A batch's rows [batch, 784] as the trainer's model takes them (28x28x1
+// images for the CNN): a view, no copy.
+template <class Trainer, class X>
+auto model_input(Trainer& trainer, const X& x)
+{
+    return reshape<typename std::remove_reference_t<decltype(trainer.model())>::input_shape>(x);
+}
+
 // Epochs of training with a progress bar each; returns the seconds spent.
 template <class Trainer, class Loader>
 double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, std::size_t epochs,
@@ -172,7 +201,7 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
         std::size_t done = 0;
         double loss = 0;
         while (batches.next(b)) {
-            trainer.step(b.x(), b.labels(), b.valid());
+            trainer.step(model_input(trainer, b.x()), b.labels(), b.valid());
             if (each_step) each_step(epoch * steps_per_epoch + done);
             if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
                 loss = trainer.mean_loss();
@@ -191,7 +220,7 @@ double test_accuracy(Trainer& trainer, Loader& test_batches)
 {
     typename Loader::batch b;
     test_batches.start_epoch(0, 0, /*shuffle=*/false);
-    while (test_batches.next(b)) trainer.evaluate(b.x(), b.labels(), b.valid());
+    while (test_batches.next(b)) trainer.evaluate(model_input(trainer, b.x()), b.labels(), b.valid());
     return trainer.accuracy();
 }
 
@@ -207,28 +236,31 @@ train::trainer<Model, train::adamw, train::warmup_cosine_lr> make_trainer(Model&
         options);
 }
 
-template <class P, class Place>
+template <class Net, class P, class In, class Place>
 result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o,
-                    nn::model<mlp, P, input_shape, Place>& net)
+                    nn::model<Net, P, In, Place>& net)
 {
     using storage = typename P::storage;
     const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
-    auto trainer = make_trainer(net, steps_per_epoch, o.epochs, 2e-3f);
+    constexpr bool is_cnn = std::is_same_v<Net, cnn>;
+    const std::size_t epochs = epochs_for(o, is_cnn);
+    auto trainer = make_trainer(net, steps_per_epoch, epochs, 2e-3f);
     if (!o.eager) trainer.capture();
     data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
     data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
-    const double train_seconds = train_epochs(trainer, train_batches, name, o.epochs, set.train.count, o);
+    const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);
     const double accuracy = test_accuracy(trainer, test_batches);
-    if (!o.save.empty()) trainer.save(o.save + "." + name);
-    using model_type = nn::model<mlp, P, input_shape, Place>;
-    return {name, accuracy, train_seconds, static_cast<double>(set.train.count * o.epochs) / train_seconds,
-            model_type::parameter_bytes, model_type::parameter_count};
+    if (!o.save.empty()) trainer.save(o.save + (is_cnn ? ".cnn." : ".") + name);
+    using model_type = nn::model<Net, P, In, Place>;
+    return {name, is_cnn ? "cnn" : "mlp", accuracy, train_seconds,
+            static_cast<double>(set.train.count * epochs) / train_seconds, model_type::parameter_bytes,
+            model_type::parameter_count, epochs};
 }
 
-template <class P, class Place>
+template <class Net, class P, class In, class Place>
 result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o)
 {
-    nn::model<mlp, P, input_shape, Place> net(o.seed);
+    nn::model<Net, P, In, Place> net(o.seed);
     return train_policy(name, set, o, net);
 }
 
@@ -270,7 +302,7 @@ result post_training_int8(const data::mnist_dataset& set, const options& o, cons
     quant::int8_model<mlp, input_shape, Place> q(calibrated);
     const double seconds = timer.seconds();
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_ptq_" + o.observer, inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
+    return {"int8_ptq_" + o.observer, "mlp", inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
             std::remove_cvref_t<decltype(trained)>::parameter_count};
 }
 
@@ -293,16 +325,16 @@ result quantization_aware_int8(const data::mnist_dataset& set, const options& o,
     auto trainer = make_trainer(net, steps_per_epoch, o.qat_epochs, 2e-4f);
     loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
     const std::size_t freeze_at = steps_per_epoch * o.qat_epochs / 2;
-    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, o.epochs,
+    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, epochs_for(o, false),
                                         [&](std::size_t step) {
                                             if (step + 1 == freeze_at) quant::freeze_observers(net);
                                         });
     net.eval();
     quant::int8_model<mlp, input_shape, Place> q(net);
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_qat", inference_accuracy(q, test_batches), seconds,
+    return {"int8_qat", "mlp", inference_accuracy(q, test_batches), seconds,
             static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes,
-            std::remove_cvref_t<decltype(trained)>::parameter_count};
+            std::remove_cvref_t<decltype(trained)>::parameter_count, o.qat_epochs};
 }
 
 // Fine-tunes a copy of the trained model while pruning it: to `sparsity`
@@ -335,7 +367,7 @@ result pruned(const data::mnist_dataset& set, const options& o, const nn::model<
         gradual->update(0);
     }
     loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, o.epochs,
+    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, epochs_for(o, false),
                                         [&](std::size_t step) {
                                             if (gradual) gradual->update(step + 1);
                                         });
@@ -357,14 +389,26 @@ result pruned(const data::mnist_dataset& set, const options& o, const nn::model<
     }
     std::printf("%s: test accuracy %.4f as trained, %.4f through host sparse inference (CSR)\n\n", name.c_str(),
                 accuracy, sparse_accuracy);
-    return {name, accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
-            report.parameter_nonzero};
+    return {name, "mlp", accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
+            report.parameter_nonzero, o.prune_epochs};
+}
+
+template <class Place>
+void train_cnn(const data::mnist_dataset& set, const options& o, std::vector<result>& out)
+{
+    if (o.policy == "fp32" || o.policy == "all") out.push_back(train_policy<cnn, fp32, image_shape, Place>("fp32", set, o));
+    if (o.policy == "bf16" || o.policy == "all")
+        out.push_back(train_policy<cnn, bf16_mixed, image_shape, Place>("bf16_mixed", set, o));
+    if (o.policy == "fp16" || o.policy == "all")
+        out.push_back(train_policy<cnn, fp16_mixed, image_shape, Place>("fp16_mixed", set, o));
 }
 
 template <class Place>
 std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
 {
     std::vector<result> out;
+    if (o.model == "cnn" || o.model == "all") train_cnn<Place>(set, o, out);
+    if (o.model == "cnn") return out;
     if (o.policy == "fp32" || o.policy == "all") {
         nn::model<mlp, fp32, input_shape, Place> net(o.seed);
         out.push_back(train_policy("fp32", set, o, net));
@@ -374,8 +418,10 @@ std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
             for (const double s : o.sparsities) out.push_back(pruned(set, o, net, s));
         if (o.prune == "2:4" || o.prune == "all") out.push_back(pruned(set, o, net, -1.0));
     }
-    if (o.policy == "bf16" || o.policy == "all") out.push_back(train_policy<bf16_mixed, Place>("bf16_mixed", set, o));
-    if (o.policy == "fp16" || o.policy == "all") out.push_back(train_policy<fp16_mixed, Place>("fp16_mixed", set, o));
+    if (o.policy == "bf16" || o.policy == "all")
+        out.push_back(train_policy<mlp, bf16_mixed, input_shape, Place>("bf16_mixed", set, o));
+    if (o.policy == "fp16" || o.policy == "all")
+        out.push_back(train_policy<mlp, fp16_mixed, input_shape, Place>("fp16_mixed", set, o));
     return out;
 }
 
@@ -397,19 +443,20 @@ int main(int argc, char** argv)
 #endif
         if (where == "host") results = train_all<Host>(set, o);
 
-        std::printf("\n%-20s %14s %14s %14s %12s %12s\n", "policy", "test accuracy", "train time s", "samples/s",
-                    "model bytes", "nonzeros");
+        std::printf("\n%-6s %-20s %14s %14s %14s %12s %12s\n", "model", "policy", "test accuracy", "train time s",
+                    "samples/s", "model bytes", "nonzeros");
         std::ostringstream json;
-        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"epochs\":" << o.epochs
-             << ",\"train_samples\":" << set.train.count << ",\"batch\":" << batch << ",\"results\":[";
+        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"train_samples\":" << set.train.count << ",\"batch\":" << batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];
-            std::printf("%-20s %14.4f %14.1f %14.0f %12zu %12zu\n", r.policy.c_str(), r.accuracy, r.train_seconds,
-                        r.samples_per_second, r.model_bytes, r.nonzero_parameters);
-            json << (i ? "," : "") << "{\"policy\":\"" << r.policy << "\",\"test_accuracy\":" << r.accuracy
+            std::printf("%-6s %-20s %14.4f %14.1f %14.0f %12zu %12zu\n", r.model.c_str(), r.policy.c_str(), r.accuracy,
+                        r.train_seconds, r.samples_per_second, r.model_bytes, r.nonzero_parameters);
+            json << (i ? "," : "") << "{\"model\":\"" << r.model << "\",\"policy\":\"" << r.policy
+                 << "\",\"test_accuracy\":" << r.accuracy
                  << ",\"train_seconds\":" << r.train_seconds << ",\"samples_per_second\":" << r.samples_per_second
-                 << ",\"model_bytes\":" << r.model_bytes << ",\"nonzero_parameters\":" << r.nonzero_parameters << "}";
+                 << ",\"model_bytes\":" << r.model_bytes << ",\"nonzero_parameters\":" << r.nonzero_parameters
+                 << ",\"epochs\":" << r.epochs << "}";
             ok = ok && r.accuracy >= o.min_accuracy;
         }
         json << "]}";

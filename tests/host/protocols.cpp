@@ -109,6 +109,17 @@ static_assert(layer_everywhere<nn::LayerNorm<8>>);
 static_assert(layer_everywhere<nn::Dropout<std::ratio<1, 4>>>);
 static_assert(layer_everywhere<nn::Sequential<nn::Linear<8, 16>, nn::ReLU, nn::Linear<16, 3>>>);
 static_assert(nn::layer_spec<nn::Linear<8, 3>, quant::qat<fp32>, Shape<4, 8>, Host>);
+// Convolutional layers, on NHWC images.
+using image = Shape<2, 6, 5, 4>;
+static_assert(layer_everywhere<nn::Conv2d<4, 6, 3, 2, 1>, image> && layer_everywhere<nn::Conv2dNoBias<4, 4, 1>, image>);
+static_assert(layer_everywhere<nn::Conv2d<4, 4, 3, 1, 2, 2, 4>, image>);
+static_assert(layer_everywhere<nn::conv2d_unit<4, 6, 3, 1, 1, 1, 2, true, linalg::activation::relu>, image>);
+static_assert(layer_everywhere<nn::MaxPool2d<2>, image> && layer_everywhere<nn::AvgPool2d<3, 2, 1>, image>);
+static_assert(layer_everywhere<nn::GlobalAvgPool2d, image> && layer_everywhere<nn::Flatten, image>);
+static_assert(layer_everywhere<nn::BatchNorm2d<4>, image> &&
+              layer_everywhere<nn::BatchNorm2d<4, nn::batchnorm_options{.affine = false}>, image>);
+static_assert(layer_everywhere<nn::Sequential<nn::Conv2d<4, 8, 3, 1, 1>, nn::ReLU, nn::MaxPool2d<2>, nn::Flatten,
+                                              nn::Linear<48, 3>>, image>);
 // Not layers.
 static_assert(!nn::layer_spec<halve, fp32, Shape<4, 8>, Host>);
 

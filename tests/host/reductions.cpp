@@ -46,10 +46,9 @@ std::vector<reference_row> reference(const Tensor<T, Shape<A, B, C>, Host>& x, s
     return rows;
 }
 
-template <class T, int... Axes>
-void check_axes()
+template <class T, class S, int... Axes>
+void check_axes_in()
 {
-    using S = Shape<6, 5, 70>;
     Tensor<T, S, Host> x;
     testing::fill_random(x, 100 + sizeof...(Axes), &moderate);
     constexpr std::array<bool, 3> reduced = tenet::internal::reduction_axes<S, Axes...>::reduced;
@@ -84,6 +83,12 @@ void check_axes()
     CHECK_NO_MISMATCH(log);
 }
 
+template <class T, int... Axes>
+void check_axes()
+{
+    check_axes_in<T, Shape<6, 5, 70>, Axes...>();
+}
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("sum, mean, max, min, argmax, argmin over every choice of axes", T, f32, f16, bf16)
@@ -94,6 +99,13 @@ TEST_CASE_TEMPLATE("sum, mean, max, min, argmax, argmin over every choice of axe
     check_axes<T, 0, 2>();    // two axes
     check_axes<T, -1, -2>();  // negative axes, the last two
     check_axes<T>();          // everything
+}
+
+TEST_CASE_TEMPLATE("a few long rows (column sums of a tall matrix) are walked side by side, each in order", T, f32, bf16)
+{
+    check_axes_in<T, Shape<4100, 3, 5>, 0>();      // 15 outputs of 4100 elements 15 apart
+    check_axes_in<T, Shape<1300, 4, 6>, 0, 1>();   // 6 outputs of 5200
+    check_axes_in<T, Shape<3, 5000, 2>, 1>();      // 6 outputs, a stride of 2 within each
 }
 
 TEST_CASE("keepdims keeps reduced axes with extent 1")

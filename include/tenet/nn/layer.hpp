@@ -14,6 +14,9 @@
 //                                 dx is no_input_gradient for a first layer;
 //                                 prev is the layer before (for fusion)
 //     for_each_parameter(f, prefix)  f(name, value view, gradient view)
+//   and, for a layer with buffers (state that is not a parameter: BatchNorm's
+//   running statistics), buffer_numel (f32 elements it takes from the model's
+//   flat buffer store, padded) and for_each_buffer(f, prefix): f(name, view).
 // Shapes, byte counts and parameter layout are all compile-time. The
 // concepts layer_spec and layer below state this; Sequential and model check
 // every layer against it (detail::check_layer_spec: one tenet: line naming a
@@ -62,8 +65,9 @@ constexpr std::size_t padded_numel(std::size_t n)
 template <class Value, class Gradient>
 class parameter_slice {
 public:
-    parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream, std::byte* recompute_arena = nullptr)
-        : values_(values), gradients_(gradients), stream_(first_stream), arena_(recompute_arena)
+    parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream, std::byte* recompute_arena = nullptr,
+                    f32* buffers = nullptr)
+        : values_(values), gradients_(gradients), stream_(first_stream), arena_(recompute_arena), buffers_(buffers)
     {
     }
 
@@ -78,6 +82,16 @@ public:
         return std::pair{value, gradient};
     }
 
+    // The next buffer of shape S (f32, saved with the model, never touched by
+    // an optimizer), as a writable view.
+    template <class S, class Place>
+    auto take_buffer()
+    {
+        auto view = make_view<S, Place>(buffers_);
+        buffers_ += padded_numel<f32>(S::numel);
+        return view;
+    }
+
     // A stream number of its own for each parameter, and one per random layer.
     std::uint64_t next_stream() { return stream_++; }
 
@@ -90,6 +104,7 @@ private:
     Gradient* gradients_;
     std::uint64_t stream_;
     std::byte* arena_;
+    f32* buffers_;
 };
 
 // Bytes of the shared recompute arena a layer needs (0 unless it holds a
@@ -100,6 +115,24 @@ template <class L>
     requires requires { L::recompute_bytes; }
 inline constexpr std::size_t recompute_bytes_v<L> = L::recompute_bytes;
 
+// A layer whose output is its input read with another shape (Flatten) says
+// views_input = true: inside a Sequential, where it is not the last child,
+// it is not run, and the next child reads its input's memory (see
+// sequential.hpp). It still implements forward and backward (a copy) for
+// where it is last, or first (its input gradient).
+template <class L>
+inline constexpr bool views_input_v = false;
+template <class L>
+    requires requires { L::views_input; }
+inline constexpr bool views_input_v<L> = L::views_input;
+
+// f32 elements of the model's buffer store a layer takes (0 unless it has buffers).
+template <class L>
+inline constexpr std::size_t buffer_numel_v = 0;
+template <class L>
+    requires requires { L::buffer_numel; }
+inline constexpr std::size_t buffer_numel_v<L> = L::buffer_numel;
+
 // What every forward and backward of one step shares.
 struct step_info {
     std::uint64_t seed = 0;  // the model's seed (dropout masks)
@@ -109,6 +142,9 @@ struct step_info {
     // replayed CUDA Graph sees it move); null for a layer driven by hand,
     // which then uses `step`.
     const f64* step_counter = nullptr;
+    // A Checkpointed segment's second forward, recomputing what the first
+    // computed: layers with state (BatchNorm's running statistics) leave it.
+    bool recompute = false;
 };
 
 // Passed as dx when the input needs no gradient (the model's first layer).

@@ -65,6 +65,9 @@ public:
     static constexpr std::size_t activation_gradient_bytes = layer_type::activation_gradient_bytes;
     // Length of the flat buffers (padding included).
     static constexpr std::size_t flat_numel = layer_type::parameter_numel;
+    // f32 elements of the buffer store (BatchNorm's running statistics;
+    // padding included): saved with the parameters, never optimised.
+    static constexpr std::size_t buffer_numel = buffer_numel_v<layer_type>;
 
     explicit model(std::uint64_t seed = 0) : model(seed, current_stream()) {}
 
@@ -72,7 +75,8 @@ public:
         : values_(flat_numel, s),
           gradients_(P::trainable ? flat_numel : 0, s),  // inference keeps no gradients
           recompute_(recompute_bytes, s),
-          layer_(bind(values_.data(), gradients_.data(), recompute_.data())),
+          buffers_(buffer_numel, s),
+          layer_(bind(values_.data(), gradients_.data(), recompute_.data(), buffers_.data())),
           seed_(seed)
     {
         clear_padding();
@@ -80,7 +84,8 @@ public:
         assign(step_counter_.view(), 0);
     }
 
-    // Draws every parameter again from the seed (the same seed gives the same model).
+    // Draws every parameter again from the seed (the same seed gives the same
+    // model), and resets every buffer.
     void initialize(std::uint64_t seed)
     {
         seed_ = seed;
@@ -160,6 +165,13 @@ public:
         else f(layer_);
     }
 
+    // f(name, view) for each buffer (f32), in order: "1.running_mean", ...
+    template <class F>
+    void for_each_buffer(F&& f)
+    {
+        if constexpr (buffer_numel > 0) layer_.for_each_buffer(f, "");
+    }
+
     layer_type& layers() { return layer_; }
 
     // The parameters and the step in one checksummed file, written
@@ -167,7 +179,9 @@ public:
     // are the optimizer's to save.)
     void save(const std::string& path)
     {
-        io::write_checkpoint_file(path, {signature(), step_, {parameter_section()}});
+        io::checkpoint_contents contents{signature(), step_, {}};
+        append_sections(contents);
+        io::write_checkpoint_file(path, contents);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
@@ -179,49 +193,71 @@ public:
     {
         const std::string expected = signature();
         const io::checkpoint_contents contents =
-            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, 1, parameter_bytes_padded));
-        restore_parameters(checked_parameters(path, contents));
+            io::read_checkpoint_file(path, expected, io::checkpoint_size_bound(expected, section_count, payload_bytes));
+        restore(checked_sections(path, contents));
         set_step(contents.step);
     }
 
     // What a file of this model's parameters must match: the storage type
-    // and every parameter's name and shape.
+    // and every parameter's and buffer's name and shape.
     std::string signature() { return std::string("tenet-model/") + element_name<storage_type> + ":" + parameter_list(); }
 
-    // Every parameter's name and shape: " 0.weight[256,784] 0.bias[256] ...".
+    // Every parameter's name and shape, then every buffer's:
+    // " 0.weight[256,784] 0.bias[256] ... buffers: 1.running_mean[32] ...".
     std::string parameter_list()
     {
         std::string s;
         for_each_parameter([&](const std::string& name, auto value, auto) {
             s += " " + name + shape_text(typename decltype(value)::shape{});
         });
+        if constexpr (buffer_numel > 0) {
+            s += " buffers:";
+            for_each_buffer([&](const std::string& name, auto value) {
+                s += " " + name + shape_text(typename decltype(value)::shape{});
+            });
+        }
         return s;
     }
 
     // The pieces of save() and load(), for files that hold more than the
-    // model (a trainer's checkpoint): the "parameters" section; the section
-    // found in contents, checked (size, finite); and restoring from it.
-    io::checkpoint_section parameter_section() const
+    // model (a trainer's checkpoint): the model's sections ("parameters",
+    // and "buffers" when it has any), their number and payload bytes; the
+    // sections found in contents, checked (sizes, finite); and restoring
+    // from them, once everything in the file has passed.
+    static constexpr std::size_t section_count = buffer_numel > 0 ? 2 : 1;
+    static constexpr std::uint64_t payload_bytes = flat_numel * sizeof(storage_type) + buffer_numel * sizeof(f32);
+
+    void append_sections(io::checkpoint_contents& contents) const
     {
-        return io::section_of<Place>("parameters", values_.data(), flat_numel, current_stream());
+        contents.sections.push_back(io::section_of<Place>("parameters", values_.data(), flat_numel, current_stream()));
+        if constexpr (buffer_numel > 0)
+            contents.sections.push_back(io::section_of<Place>("buffers", buffers_.data(), buffer_numel, current_stream()));
     }
 
-    const io::checkpoint_section& checked_parameters(const std::string& path,
-                                                     const io::checkpoint_contents& contents) const
+    struct checked_state {
+        const io::checkpoint_section* parameters;
+        const io::checkpoint_section* buffers;  // null without buffers
+    };
+
+    checked_state checked_sections(const std::string& path, const io::checkpoint_contents& contents) const
     {
-        const auto& section = io::find_section(contents, "parameters", parameter_bytes_padded);
-        io::check_finite<storage_type>(path, section);
-        return section;
+        const auto& parameters = io::find_section(contents, "parameters", flat_numel * sizeof(storage_type));
+        io::check_finite<storage_type>(path, parameters);
+        const io::checkpoint_section* buffers = nullptr;
+        if constexpr (buffer_numel > 0) {
+            buffers = &io::find_section(contents, "buffers", buffer_numel * sizeof(f32));
+            io::check_finite<f32>(path, *buffers);
+        }
+        return {&parameters, buffers};
     }
 
-    void restore_parameters(const io::checkpoint_section& section)
+    void restore(const checked_state& state)
     {
-        io::upload<Place>(values_.data(), section, current_stream());
+        io::upload<Place>(values_.data(), *state.parameters, current_stream());
+        if constexpr (buffer_numel > 0) io::upload<Place>(buffers_.data(), *state.buffers, current_stream());
     }
 
 private:
-    static constexpr std::size_t parameter_bytes_padded = flat_numel * sizeof(storage_type);
-
     template <std::size_t... N>
     static std::string shape_text(Shape<N...>)
     {
@@ -231,9 +267,9 @@ private:
         return s + "]";
     }
 
-    static layer_type bind(storage_type* values, gradient_type* gradients, std::byte* recompute)
+    static layer_type bind(storage_type* values, gradient_type* gradients, std::byte* recompute, f32* buffers)
     {
-        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute);
+        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute, buffers);
         return layer_type(slice);
     }
 
@@ -243,6 +279,7 @@ private:
             assign(make_view<Shape<flat_numel>, Place>(values_.data()), 0);
             if constexpr (P::trainable) assign(make_view<Shape<flat_numel>, Place>(gradients_.data()), 0);
         }
+        if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }
 
     step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data()}; }
@@ -260,6 +297,7 @@ private:
     buffer<storage_type, Place> values_;
     buffer<gradient_type, Place> gradients_;
     buffer<std::byte, Place> recompute_;
+    buffer<f32, Place> buffers_;
     layer_type layer_;
     output_tensor output_;
     std::unique_ptr<output_tensor> staged_dy_;  // dy converted to the storage type, made on first need

@@ -4,10 +4,13 @@
 // construction; forward and backward are unrolled over the children.
 //
 // Before instantiating, the spec list is regrouped: Linear, then ReLU / GELU
-// / GELUTanh, then another Linear, becomes one fused unit (see linear.hpp).
+// / GELUTanh, then another Linear, becomes one fused unit (see
+// linear_layer.hpp); Conv2d (or Conv2dNoBias) then ReLU becomes a
+// convolution with the ReLU in its epilogue (conv_layer.hpp).
 #pragma once
 
 #include "activation_layers.hpp"
+#include "conv_layer.hpp"
 #include "linear_layer.hpp"
 
 #include <algorithm>
@@ -72,6 +75,15 @@ struct group<Next, type_list<Done...>, Linear<In, Out>, A, Linear<In2, Out2>, Re
     using type = typename group<Next + 2, type_list<Done..., fused>, Linear<In2, Out2>, Rest...>::type;
 };
 
+template <class Spec>
+concept relu_fusable_conv = !std::is_void_v<typename conv_with_relu<Spec>::type>;
+
+template <std::size_t Next, class... Done, relu_fusable_conv C, class... Rest>
+struct group<Next, type_list<Done...>, C, ReLU, Rest...> {
+    using fused = indexed<Next, typename conv_with_relu<C>::type>;
+    using type = typename group<Next + 2, type_list<Done..., fused>, Rest...>::type;
+};
+
 // The shapes between units: In, then each unit's output.
 template <class In, class Units>
 struct chain_shapes;
@@ -103,23 +115,43 @@ class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequenc
     using shape_at = at_t<K, Shapes>;  // input of child K; shape_at<n> is the output
     template <std::size_t K>
     using child_t = typename at_t<K, type_list<U...>>::spec::template layer<P, shape_at<K>, Place>;
+    // A child that views its input (Flatten) and is not the last: its output
+    // is its input's memory, read by the next child with the next shape; it
+    // is not run, and no tensor is kept for its output. If it is not the
+    // first either, its input gradient is likewise its output gradient.
+    template <std::size_t K>
+    static constexpr bool aliased = [] {
+        if constexpr (K + 1 < n) return views_input_v<child_t<K>>;
+        else return false;
+    }();
+    template <std::size_t K>
+    static constexpr bool gradient_aliased = aliased<K> && K > 0;
+    struct no_tensor {};  // in place of an aliased output or gradient
     // The tensors between children: the output of child K < n - 1 (views
-    // into the recompute arena for a Checkpointed segment).
+    // into the recompute arena for a Checkpointed segment), and the
+    // gradient of each.
     template <std::size_t K>
     using owned_between_t = Tensor<storage, shape_at<K + 1>, Place>;
     template <std::size_t K>
-    using between_t = std::conditional_t<Recompute, TensorView<storage, contiguous_layout<shape_at<K + 1>>, Place>,
-                                         owned_between_t<K>>;
+    using between_t = std::conditional_t<
+        aliased<K>, no_tensor,
+        std::conditional_t<Recompute, TensorView<storage, contiguous_layout<shape_at<K + 1>>, Place>, owned_between_t<K>>>;
+    template <std::size_t K>
+    using gradient_t = std::conditional_t<gradient_aliased<K + 1>, no_tensor, owned_between_t<K>>;
     template <std::size_t... K>
     static auto betweens(std::index_sequence<K...>) -> std::tuple<between_t<K>...>;
     using between_tuple = decltype(betweens(std::make_index_sequence<n - 1>{}));
     template <std::size_t... K>
-    static auto owned_betweens(std::index_sequence<K...>) -> std::tuple<owned_between_t<K>...>;
-    using gradient_tuple = decltype(owned_betweens(std::make_index_sequence<n - 1>{}));
-    static constexpr std::size_t between_bytes = (std::size_t{0} + ... + (I + 1 < n ? shape_at<I + 1>::numel : 0)) * sizeof(storage);
+    static auto gradients(std::index_sequence<K...>) -> std::tuple<gradient_t<K>...>;
+    using gradient_tuple = decltype(gradients(std::make_index_sequence<n - 1>{}));
+    // elements of the betweens kept, and of their gradients
+    template <std::size_t K>
+    static constexpr std::size_t kept_numel = K + 1 < n && !aliased<K> ? shape_at<K + 1>::numel : 0;
+    static constexpr std::size_t between_bytes = (std::size_t{0} + ... + kept_numel<I>) * sizeof(storage);
+    static constexpr std::size_t between_gradient_bytes =
+        (std::size_t{0} + ... + (I + 1 < n && !gradient_aliased<I + 1> ? shape_at<I + 1>::numel : 0)) * sizeof(storage);
     // Arena offsets: each between starts on a 256-byte boundary.
-    static constexpr std::size_t arena_bytes =
-        (std::size_t{0} + ... + (I + 1 < n ? padded_numel<storage>(shape_at<I + 1>::numel) : 0)) * sizeof(storage);
+    static constexpr std::size_t arena_bytes = (std::size_t{0} + ... + padded_numel<storage>(kept_numel<I>)) * sizeof(storage);
     static constexpr std::size_t children_recompute_bytes = std::max({std::size_t{0}, recompute_bytes_v<child_t<I>>...});
     static_assert(!Recompute || children_recompute_bytes == 0, "tenet: Checkpointed segments do not nest");
 
@@ -130,11 +162,12 @@ public:
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr std::size_t parameter_count = (std::size_t{0} + ... + child_t<I>::parameter_count);
     static constexpr std::size_t parameter_numel = (std::size_t{0} + ... + child_t<I>::parameter_numel);
+    static constexpr std::size_t buffer_numel = (std::size_t{0} + ... + buffer_numel_v<child_t<I>>);
     static constexpr std::size_t activation_bytes =
         (Recompute ? 0 : between_bytes) + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
     static constexpr std::size_t activation_gradient_bytes =
-        (P::trainable ? between_bytes : 0) + (std::size_t{0} + ... + child_t<I>::activation_gradient_bytes);
+        (P::trainable ? between_gradient_bytes : 0) + (std::size_t{0} + ... + child_t<I>::activation_gradient_bytes);
 
     template <class Slice>
     explicit sequential_layer(Slice& parameters)
@@ -152,14 +185,18 @@ public:
             input_ = tenet::destination_view(x).data();
             output_ = tenet::destination_view(y).data();
         }
-        (std::get<I>(children_).forward(input_of<I>(x), output_of<I>(y), step), ...);
+        (forward_child<I>(x, y, step), ...);
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
-        if constexpr (Recompute) forward(make_view<In, Place>(input_), make_view<output_shape, Place>(output_), step);
+        if constexpr (Recompute) {
+            step_info again = step;
+            again.recompute = true;
+            forward(make_view<In, Place>(input_), make_view<output_shape, Place>(output_), again);
+        }
         backward_from<n - 1>(dy, dx, step, prev);
     }
 
@@ -167,6 +204,13 @@ public:
     void for_each_parameter(F&& f, const std::string& prefix)
     {
         (std::get<I>(children_).for_each_parameter(f, prefix + std::to_string(U::index) + "."), ...);
+    }
+
+    // f(name, view) for each buffer (BatchNorm's running statistics), in order.
+    template <class F>
+    void for_each_buffer(F&& f, const std::string& prefix)
+    {
+        (visit_buffers(std::get<I>(children_), f, prefix + std::to_string(U::index) + "."), ...);
     }
 
     // f(layer) for every leaf layer (nested Sequentials are walked), in order.
@@ -184,28 +228,47 @@ private:
         else f(layer);
     }
 
+    template <class L, class F>
+    static void visit_buffers(L& layer, F& f, const std::string& prefix)
+    {
+        if constexpr (buffer_numel_v<L> > 0) layer.for_each_buffer(f, prefix);
+    }
+
     static between_tuple make_betweens([[maybe_unused]] std::byte* arena)
     {
         if constexpr (Recompute) {
             constexpr std::array<std::size_t, n> offsets = [] {
                 std::array<std::size_t, n> o{};
-                for (std::size_t k = 1; k < n; ++k)
-                    o[k] = o[k - 1] + padded_numel<storage>(std::array{shape_at<I + 1>::numel...}[k - 1]);
+                for (std::size_t k = 1; k < n; ++k) o[k] = o[k - 1] + padded_numel<storage>(std::array{kept_numel<I>...}[k - 1]);
                 return o;
             }();
             auto* base = reinterpret_cast<storage*>(arena);
             return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                return between_tuple{make_view<shape_at<K + 1>, Place>(base + offsets[K])...};
+                return between_tuple{arena_between<K>(base + offsets[K])...};
             }(std::make_index_sequence<n - 1>{});
         } else {
             return between_tuple{};
         }
     }
 
+    template <std::size_t K>
+    static between_t<K> arena_between([[maybe_unused]] storage* at)
+    {
+        if constexpr (aliased<K>) return {};
+        else return make_view<shape_at<K + 1>, Place>(at);
+    }
+
+    template <std::size_t K, class X, class Y>
+    void forward_child(const X& x, const Y& y, const step_info& step)
+    {
+        if constexpr (!aliased<K>) std::get<K>(children_).forward(input_of<K>(x), output_of<K>(y), step);
+    }
+
     template <std::size_t K, class X>
     auto input_of(const X& x)
     {
         if constexpr (K == 0) return tenet::destination_view(x);
+        else if constexpr (aliased<K - 1>) return contiguous_as<shape_at<K>>(input_of<K - 1>(x));
         else return tenet::destination_view(std::get<K - 1>(activations_));
     }
     template <std::size_t K, class Y>
@@ -215,18 +278,24 @@ private:
         else return tenet::destination_view(std::get<K>(activations_));
     }
 
+    // The gradient of child K's output.
+    template <std::size_t K, class DY>
+    auto output_gradient(const DY& dy)
+    {
+        if constexpr (K + 1 == n) return tenet::destination_view(dy);
+        else if constexpr (gradient_aliased<K + 1>) return contiguous_as<shape_at<K + 1>>(output_gradient<K + 1>(dy));
+        else return std::get<K>(*gradients_).view();
+    }
+
     template <std::size_t K, class DY, class DX, class Prev>
     void backward_from(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         auto& child = std::get<K>(children_);
-        const auto child_dy = [&] {
-            if constexpr (K + 1 == n) return tenet::destination_view(dy);
-            else return std::get<K>(*gradients_).view();
-        }();
         if constexpr (K == 0) {
-            child.backward(child_dy, dx, step, prev);
+            child.backward(output_gradient<K>(dy), dx, step, prev);
         } else {
-            child.backward(child_dy, std::get<K - 1>(*gradients_).view(), step, std::get<K - 1>(children_));
+            if constexpr (!gradient_aliased<K>)
+                child.backward(output_gradient<K>(dy), output_gradient<K - 1>(dy), step, std::get<K - 1>(children_));
             backward_from<K - 1>(dy, dx, step, prev);
         }
     }

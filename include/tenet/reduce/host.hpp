@@ -1,5 +1,6 @@
 // Reductions on the host. Each output row is accumulated in order; rows are
-// split across cores by the row engine (host_for_rows). A full reduction is
+// split across cores by the row engine (host_for_rows), or, a few long rows,
+// walked side by side in groups (column reductions read whole cache lines). A full reduction is
 // split into fixed blocks whose partial results are combined in order, so
 // the answer does not depend on the number of threads.
 #pragma once
@@ -28,6 +29,35 @@ typename Op::accumulator host_reduce_row(const In& in, std::size_t row, std::siz
     return acc;
 }
 
+// A few long rows are walked side by side, a group of rows at a time: element
+// r of every row in the group, then r + 1. Rows adjacent in memory (a column
+// reduction: [R, C] summed over R, as BatchNorm's statistics) are then read
+// as whole cache lines, where row by row each line would be read once per
+// row. Each row still adds its elements in order: the sums are the same.
+inline constexpr std::size_t host_side_by_side_rows = 256, host_side_by_side_group = 16;
+
+template <class Op, class Axes, class Dst, class In>
+void host_reduce_side_by_side(const Dst& dst, const In& in)
+{
+    using map = index_map<typename Axes::layout>;
+    using index = index_for<Axes::layout::shape::numel>;
+    constexpr std::size_t rows = Axes::rows, length = Axes::row_length, group = host_side_by_side_group;
+    constexpr std::size_t groups = (rows + group - 1) / group;
+    const Op op{};
+    TENET_OMP_PARALLEL_FOR_IF(groups > 1)
+    for (std::size_t g = 0; g < groups; ++g) {
+        const std::size_t first = g * group, count = rows - first < group ? rows - first : group;
+        typename Op::accumulator acc[group];
+        for (std::size_t j = 0; j < count; ++j) acc[j] = Op::identity();
+        for (std::size_t r = 0; r < length; ++r)
+            for (std::size_t j = 0; j < count; ++j)
+                acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>((first + j) * length + r))),
+                                             static_cast<long long>(r)));
+        for (std::size_t j = 0; j < count; ++j)
+            dst.store(static_cast<index_for<rows>>(first + j), Op::finalize(acc[j], static_cast<long long>(length)));
+    }
+}
+
 template <class Op, class Axes, class Dst, class In>
 void host_reduce(const Dst& dst, const In& in)
 {
@@ -43,6 +73,8 @@ void host_reduce(const Dst& dst, const In& in)
         typename Op::accumulator acc = Op::identity();
         for (const auto& p : partial) acc = Op{}(acc, p);
         dst.store(0u, Op::finalize(acc, static_cast<long long>(length)));
+    } else if constexpr (rows > 1 && rows <= host_side_by_side_rows && length >= host_reduce_block) {
+        host_reduce_side_by_side<Op, Axes>(dst, in);
     } else {
         host_for_rows<rows, length>([&](std::size_t row) {
             dst.store(static_cast<index_for<rows>>(row),

@@ -200,7 +200,8 @@ public:
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        io::checkpoint_contents contents{signature(), model_.step(), {model_.parameter_section()}};
+        io::checkpoint_contents contents{signature(), model_.step(), {}};
+        model_.append_sections(contents);
         optimizer_.append_sections(contents);
         io::write_checkpoint_file(path, contents);
     }
@@ -215,12 +216,13 @@ public:
     {
         stream_scope on(stream_);
         const std::string expected = signature();
-        const std::uint64_t payload = Model::flat_numel * sizeof(storage_type) + optimizer_type::max_payload;
+        const std::uint64_t payload = Model::payload_bytes + optimizer_type::max_payload;
         const io::checkpoint_contents contents = io::read_checkpoint_file(
-            path, expected, io::checkpoint_size_bound(expected, 1 + optimizer_type::max_sections, payload));
-        const auto& parameters = model_.checked_parameters(path, contents);
+            path, expected,
+            io::checkpoint_size_bound(expected, Model::section_count + optimizer_type::max_sections, payload));
+        const auto model_state = model_.checked_sections(path, contents);
         const auto state = optimizer_.checked_sections(path, contents);
-        model_.restore_parameters(parameters);
+        model_.restore(model_state);
         optimizer_.restore(state);
         model_.set_step(contents.step);
         micro_ = 0;

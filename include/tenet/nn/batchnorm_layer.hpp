@@ -1,0 +1,193 @@
+// BatchNorm2d<Channels>: normalises each channel of NHWC images (the last
+// axis) over the batch and the pixels, as PyTorch's nn.BatchNorm2d:
+//   training    y = (x - mean) / sqrt(var + eps) * gamma + beta, with the
+//               batch's mean and biased variance; the running statistics
+//               move by momentum towards the batch's mean and unbiased
+//               variance: running = (1 - momentum) running + momentum batch
+//   evaluation  the same with the running statistics (model::eval())
+// gamma and beta are parameters (1 and 0 at first); running_mean and
+// running_var (0 and 1 at first) are buffers: saved in checkpoints with the
+// parameters, never touched by an optimizer. Options as PyTorch's eps,
+// momentum and affine:
+//   nn::BatchNorm2d<64, nn::batchnorm_options{.eps = 1e-3f, .momentum = 0.01f}>
+// A Checkpointed segment's recomputing forward leaves the running statistics
+// alone (they move once per training step). Statistics and the backward compute in f32 (f64 for an f64 model); each is
+// a column reduction over the [N H W, C] matrix. The batch statistics count
+// every row of the batch: a padded last batch (data::batch_loader) counts its
+// zero rows too.
+#pragma once
+
+#include "../reduce/reduce.hpp"
+#include "layer.hpp"
+
+namespace tenet::nn {
+
+struct batchnorm_options {
+    float eps = 1e-5f;       // added to the variance
+    float momentum = 0.1f;   // how far the running statistics move each training step
+    bool affine = true;      // learnable gamma and beta
+};
+
+namespace detail {
+
+template <std::size_t C, class S>
+struct batch_norm_input_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: BatchNorm2d<") + decimal<C>() + fixed_string("> fed ") + shape_name<S>::text() +
+               fixed_string(": it takes NHWC images, Shape<N, H, W, ") + decimal<C>() + fixed_string(">");
+    }
+};
+
+template <std::size_t C, class S>
+struct batch_norm_output {
+    static_assert(diagnose<S::rank == 4 && last_extent<S> == C, batch_norm_input_failure<C, S>>::value);
+    using type = S;
+};
+
+template <precision_policy P, class S, class Place, std::size_t C, batchnorm_options Options>
+class batch_norm_layer {
+    using storage = typename P::storage;
+    using gradient = gradient_t<P>;
+    using statistic = std::conditional_t<std::is_same_v<storage, f64>, f64, f32>;
+    static constexpr std::size_t rows = S::numel / C;
+    using matrix = Shape<rows, C>;
+    using channels = Shape<C>;
+    static constexpr bool affine = Options.affine;
+    static_assert(rows > 1, "tenet: BatchNorm2d needs more than one value per channel (N H W > 1)");
+
+public:
+    using input_shape = S;
+    using output_shape = S;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = affine ? 2 * C : 0;
+    static constexpr std::size_t parameter_numel = affine ? 2 * padded_numel<storage>(C) : 0;
+    static constexpr std::size_t buffer_numel = 2 * padded_numel<f32>(C);
+    // the mean and 1/stddev the forward used
+    static constexpr std::size_t activation_bytes = 2 * C * sizeof(statistic);
+    static constexpr std::size_t activation_gradient_bytes = 0;
+
+    template <class Slice>
+    explicit batch_norm_layer(Slice& parameters)
+        : gamma_(take(parameters)),
+          beta_(take(parameters)),
+          running_mean_(parameters.template take_buffer<channels, Place>()),
+          running_var_(parameters.template take_buffer<channels, Place>())
+    {
+    }
+
+    void initialize(std::uint64_t)
+    {
+        if constexpr (affine) {
+            assign(gamma_.first, 1);
+            assign(beta_.first, 0);
+        }
+        assign(running_mean_, 0);
+        assign(running_var_, 1);
+    }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info& step)
+    {
+        check_input_element<storage, X>();
+        const auto xm = contiguous_as<matrix>(x);
+        input_ = xm.data();
+        batch_statistics_ = step.training;
+        if (batch_statistics_) {
+            mean_ = mean<0>(xm);
+            rstd_ = mean<0>(square(xm - mean_));  // the biased variance, for now
+            if (!step.recompute) {
+                constexpr float m = Options.momentum;
+                assign(running_mean_, (1 - m) * running_mean_ + m * mean_);
+                assign(running_var_, (1 - m) * running_var_ + (m * rows / (rows - 1.0)) * rstd_);
+            }
+            rstd_ = rsqrt(rstd_ + Options.eps);
+        } else {
+            mean_ = running_mean_;
+            rstd_ = rsqrt(running_var_ + Options.eps);
+        }
+        if constexpr (affine) assign(contiguous_as<matrix>(y), (xm - mean_) * (rstd_ * gamma_.first) + beta_.first);
+        else assign(contiguous_as<matrix>(y), (xm - mean_) * rstd_);
+    }
+
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    {
+        const auto d = contiguous_as<matrix>(dy);
+        const auto x_hat = (make_view<matrix, Place>(input_) - mean_) * rstd_;
+        const auto dgamma = gamma_gradient(), dbeta = beta_gradient();
+        assign(dbeta, sum<0>(d));
+        assign(dgamma, sum<0>(d * x_hat));
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto scale = [&] {
+                if constexpr (affine) return rstd_ * gamma_.first;
+                else return as_node(rstd_);
+            }();
+            // with batch statistics, mean and variance depend on x too
+            if (batch_statistics_)
+                assign(contiguous_as<matrix>(dx), scale * (d - (dbeta + x_hat * dgamma) * (1.0 / rows)));
+            else
+                assign(contiguous_as<matrix>(dx), scale * d);
+        }
+    }
+
+    template <class F>
+    void for_each_parameter([[maybe_unused]] F&& f, [[maybe_unused]] const std::string& prefix)
+    {
+        if constexpr (affine) {
+            f(prefix + "weight", gamma_.first, gamma_.second);
+            f(prefix + "bias", beta_.first, beta_.second);
+        }
+    }
+
+    template <class F>
+    void for_each_buffer(F&& f, const std::string& prefix)
+    {
+        f(prefix + "running_mean", running_mean_);
+        f(prefix + "running_var", running_var_);
+    }
+
+private:
+    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<channels, Place>());
+    using buffer_view = decltype(std::declval<parameter_slice<storage, gradient>&>().template take_buffer<channels, Place>());
+    struct no_parameters {};
+    using parameters = std::conditional_t<affine, views, no_parameters>;
+
+    template <class Slice>
+    static parameters take([[maybe_unused]] Slice& slice)
+    {
+        if constexpr (affine) return slice.template take<channels, Place>();
+        else return {};
+    }
+
+    auto gamma_gradient()
+    {
+        if constexpr (affine) return gamma_.second;
+        else return unused_dgamma_.view();
+    }
+    auto beta_gradient()
+    {
+        if constexpr (affine) return beta_.second;
+        else return unused_dbeta_.view();
+    }
+
+    parameters gamma_, beta_;
+    buffer_view running_mean_, running_var_;
+    Tensor<statistic, channels, Place> mean_, rstd_;
+    // without affine parameters: the unused gradients of the identity scale and zero shift
+    std::conditional_t<affine, no_parameters, Tensor<gradient, channels, Place>> unused_dgamma_, unused_dbeta_;
+    const storage* input_ = nullptr;
+    bool batch_statistics_ = true;
+};
+
+}  // namespace detail
+
+template <std::size_t Channels, batchnorm_options Options = batchnorm_options{}>
+struct BatchNorm2d {
+    template <class S>
+    using output_shape = typename detail::batch_norm_output<Channels, S>::type;
+    template <precision_policy P, class S, class Place>
+    using layer = detail::batch_norm_layer<P, S, Place, Channels, Options>;
+};
+
+}  // namespace tenet::nn

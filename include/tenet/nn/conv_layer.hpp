@@ -1,0 +1,235 @@
+// Conv2d<InChannels, OutChannels, Kernel, Stride, Padding, Dilation, Groups>:
+// a 2-D convolution over NHWC images (Shape<N, H, W, C>) with a square
+// kernel, as PyTorch's nn.Conv2d computes it; Conv2dNoBias is the same
+// without its bias. The weight is [OutChannels, Kernel, Kernel, InChannels /
+// Groups] (cuDNN's KRSC, PyTorch's [out, in, kh, kw] with the channels
+// last), the bias [OutChannels]; both start as PyTorch's do (U(-1/sqrt(fan_in),
+// 1/sqrt(fan_in)), fan_in = InChannels / Groups * Kernel^2).
+//
+// The convolution is lowered onto the GEMM (conv/conv2d.hpp): the layer keeps
+// its im2col columns from the forward for the weight gradient and reuses the
+// buffer for the input gradient's columns. Inside Sequential, a Conv2d
+// followed by ReLU is one unit: the ReLU runs in the GEMM's epilogue pattern,
+// and the backward masks the output gradient by y > 0 once, without a layer
+// of its own in between.
+#pragma once
+
+#include "../conv/conv.hpp"
+#include "activation_layers.hpp"
+#include "layer.hpp"
+
+namespace tenet::nn {
+namespace detail {
+
+enum class conv_misfit { none, groups, rank, channels, kernel };
+
+template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G>
+constexpr auto conv2d_name()
+{
+    return fixed_string("Conv2d<") + decimal<In>() + fixed_string(", ") + decimal<Out>() + fixed_string(", ") +
+           decimal<K>() + fixed_string(", ") + decimal<S>() + fixed_string(", ") + decimal<P>() +
+           fixed_string(", ") + decimal<D>() + fixed_string(", ") + decimal<G>() + fixed_string(">");
+}
+
+template <conv_misfit Why, std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P,
+          std::size_t D, std::size_t G, class Shape>
+struct conv2d_failure {
+    static constexpr auto reason()
+    {
+        if constexpr (Why == conv_misfit::groups)
+            return fixed_string(": Groups ") + decimal<G>() + fixed_string(" must divide InChannels ") + decimal<In>() +
+                   fixed_string(" and OutChannels ") + decimal<Out>();
+        else if constexpr (Why == conv_misfit::rank)
+            return fixed_string(": it takes NHWC images, Shape<N, H, W, C>");
+        else if constexpr (Why == conv_misfit::channels)
+            return fixed_string(": its last extent (channels) must be ") + decimal<In>();
+        else
+            return fixed_string(": the kernel spans ") + decimal<D * (K - 1) + 1>() +
+                   fixed_string(" pixels, more than the padded input (padding ") + decimal<P>() + fixed_string(")");
+    }
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: ") + conv2d_name<In, Out, K, S, P, D, G>() + fixed_string(" fed ") +
+               shape_name<Shape>::text() + reason();
+    }
+};
+
+template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G,
+          class Shape>
+struct conv2d_output {
+    static_assert(K >= 1 && S >= 1 && D >= 1 && G >= 1 && In >= 1 && Out >= 1,
+                  "tenet: Conv2d: channels, kernel, stride, dilation and groups must be at least 1");
+    static constexpr conv_misfit misfit = [] {
+        if (In % G != 0 || Out % G != 0) return conv_misfit::groups;
+        if (Shape::rank != 4) return conv_misfit::rank;
+        if (last_extent<Shape> != In) return conv_misfit::channels;
+        return conv_misfit::none;
+    }();
+    using nhwc = std::conditional_t<misfit == conv_misfit::none, Shape, tenet::Shape<1, D * (K - 1) + 1, D * (K - 1) + 1, In>>;
+    using geometry = conv::window_geometry<nhwc, K, S, P, D>;
+    static constexpr conv_misfit why = misfit != conv_misfit::none ? misfit
+                                       : geometry::fits          ? conv_misfit::none
+                                                                 : conv_misfit::kernel;
+    static_assert(diagnose<why == conv_misfit::none, conv2d_failure<why, In, Out, K, S, P, D, G, Shape>>::value);
+    using type = typename geometry::template output_shape<Out>;
+};
+
+template <precision_policy P, class InShape, class Place, class Spec>
+class conv2d_layer {
+    using storage = typename P::storage;
+    using gradient = gradient_t<P>;
+    static constexpr std::size_t groups = Spec::groups, out_channels = Spec::out_channels;
+    // (a stand-in where the input does not fit: the spec's diagnostic is the only error)
+    using geometry = typename conv2d_output<Spec::in_channels, out_channels, Spec::kernel, Spec::stride, Spec::padding,
+                                            Spec::dilation, groups, InShape>::geometry;
+    using weight_shape = Shape<out_channels, Spec::kernel, Spec::kernel, Spec::in_channels / groups>;
+    using y_matrix = Shape<geometry::positions, out_channels>;
+    static constexpr bool has_bias = Spec::bias;
+    static constexpr bool relu = Spec::activation == linalg::activation::relu;
+    static constexpr bool keeps_columns = !conv::reads_input_as_columns<geometry, groups>;
+    using columns_tensor = Tensor<storage, conv::columns_shape<geometry, groups>, Place>;
+    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<weight_shape, Place>());
+    using bias_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<out_channels>, Place>());
+    struct none {};
+
+public:
+    using input_shape = InShape;
+    using output_shape = typename geometry::template output_shape<out_channels>;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t fan_in = weight_shape::numel / out_channels;
+    static constexpr std::size_t parameter_count = weight_shape::numel + (has_bias ? out_channels : 0);
+    static constexpr std::size_t parameter_numel =
+        padded_numel<storage>(weight_shape::numel) + (has_bias ? padded_numel<storage>(out_channels) : 0);
+    // the im2col columns, kept from the forward for the weight gradient
+    static constexpr std::size_t activation_bytes = keeps_columns ? columns_tensor::bytes : 0;
+    // with a fused ReLU, the masked output gradient
+    static constexpr std::size_t activation_gradient_bytes = relu ? y_matrix::numel * sizeof(storage) : 0;
+
+    template <class Slice>
+    explicit conv2d_layer(Slice& parameters)
+        : weight_(parameters.template take<weight_shape, Place>()),
+          bias_(take_bias(parameters)),
+          weight_stream_(parameters.next_stream()),
+          bias_stream_(parameters.next_stream())
+    {
+    }
+
+    void initialize(std::uint64_t seed)
+    {
+        fan_in_uniform<fan_in>(weight_.first, {seed, weight_stream_});
+        if constexpr (has_bias) fan_in_uniform<fan_in>(bias_.first, {seed, bias_stream_});
+    }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info&)
+    {
+        check_input_element<storage, X>();
+        const auto xv = contiguous_as<InShape>(x);
+        const auto ym = contiguous_as<y_matrix>(y);
+        input_ = xv.data();
+        output_ = ym.data();
+        conv::conv2d_forward<geometry, groups, Spec::activation>(ym, columns(), xv, weight_.first, bias_or_none());
+    }
+
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    {
+        const auto x = make_view<InShape, Place>(input_);
+        const auto dz = output_gradient(contiguous_as<y_matrix>(dy));
+        if constexpr (has_bias) conv::conv2d_backward_weights<geometry, groups>(weight_.second, bias_.second, dz, columns(), x);
+        else conv::conv2d_backward_weights<geometry, groups>(weight_.second, conv::no_bias{}, dz, columns(), x);
+        if constexpr (!is_no_input_gradient<DX>)
+            conv::conv2d_backward_input<geometry, groups>(contiguous_as<InShape>(dx), columns(), dz, weight_.first);
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        f(prefix + "weight", weight_.first, weight_.second);
+        if constexpr (has_bias) f(prefix + "bias", bias_.first, bias_.second);
+    }
+
+private:
+    template <class Slice>
+    static auto take_bias([[maybe_unused]] Slice& parameters)
+    {
+        if constexpr (has_bias) return parameters.template take<Shape<out_channels>, Place>();
+        else return none{};
+    }
+
+    auto bias_or_none() const
+    {
+        if constexpr (has_bias) return bias_.first;
+        else return conv::no_bias{};
+    }
+
+    auto columns()
+    {
+        if constexpr (keeps_columns) return columns_.view();
+        else return none{};
+    }
+
+    // dy, or with a fused ReLU dy where the output was positive.
+    template <class DY>
+    auto output_gradient(const DY& dy)
+    {
+        if constexpr (relu) {
+            masked_.view() = where(make_view<y_matrix, Place>(output_) > 0, dy, 0);
+            return masked_.view();
+        } else {
+            return dy;
+        }
+    }
+
+    views weight_;
+    std::conditional_t<has_bias, bias_views, none> bias_;
+    std::uint64_t weight_stream_, bias_stream_;
+    std::conditional_t<keeps_columns, columns_tensor, none> columns_;
+    std::conditional_t<relu, Tensor<storage, y_matrix, Place>, none> masked_;
+    const storage* input_ = nullptr;
+    const storage* output_ = nullptr;
+};
+
+}  // namespace detail
+
+// The convolution spec behind Conv2d and Conv2dNoBias (Act: a ReLU fused by Sequential).
+template <std::size_t In, std::size_t Out, std::size_t Kernel, std::size_t Stride, std::size_t Padding,
+          std::size_t Dilation, std::size_t Groups, bool Bias, linalg::activation Act = linalg::activation::none>
+struct conv2d_unit {
+    static_assert(Act == linalg::activation::none || Act == linalg::activation::relu,
+                  "tenet: a convolution fuses ReLU only (its derivative comes from the output)");
+    static constexpr std::size_t in_channels = In, out_channels = Out, kernel = Kernel, stride = Stride,
+                                 padding = Padding, dilation = Dilation, groups = Groups;
+    static constexpr bool bias = Bias;
+    static constexpr linalg::activation activation = Act;
+
+    template <class S>
+    using output_shape = typename detail::conv2d_output<In, Out, Kernel, Stride, Padding, Dilation, Groups, S>::type;
+
+    template <precision_policy P, class S, class Place>
+    using layer = detail::conv2d_layer<P, S, Place, conv2d_unit>;
+};
+
+template <std::size_t In, std::size_t Out, std::size_t Kernel, std::size_t Stride = 1, std::size_t Padding = 0,
+          std::size_t Dilation = 1, std::size_t Groups = 1>
+struct Conv2d : conv2d_unit<In, Out, Kernel, Stride, Padding, Dilation, Groups, true> {};
+
+template <std::size_t In, std::size_t Out, std::size_t Kernel, std::size_t Stride = 1, std::size_t Padding = 0,
+          std::size_t Dilation = 1, std::size_t Groups = 1>
+struct Conv2dNoBias : conv2d_unit<In, Out, Kernel, Stride, Padding, Dilation, Groups, false> {};
+
+// What Sequential makes of a convolution followed by ReLU (void: nothing).
+template <class Spec>
+struct conv_with_relu {
+    using type = void;
+};
+template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G>
+struct conv_with_relu<Conv2d<In, Out, K, S, P, D, G>> {
+    using type = conv2d_unit<In, Out, K, S, P, D, G, true, linalg::activation::relu>;
+};
+template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G>
+struct conv_with_relu<Conv2dNoBias<In, Out, K, S, P, D, G>> {
+    using type = conv2d_unit<In, Out, K, S, P, D, G, false, linalg::activation::relu>;
+};
+
+}  // namespace tenet::nn

@@ -1,0 +1,7 @@
+// Flatten of a rank-1 input: there is no batch axis to keep.
+#include <tenet/tenet.hpp>
+// expect: flatten_failure<
+// expect-cxx: tenet: Flatten fed Shape<10>: it needs a batch axis and at least one more
+using net = tenet::nn::Sequential<tenet::nn::Flatten>;
+using model = tenet::nn::model<net, tenet::fp32, tenet::Shape<10>, tenet::Host>;
+model make() { return model(1); }

@@ -5,7 +5,7 @@
 // float64 loops written from the definition; every backward (input and
 // parameter gradients) against central finite differences in float64;
 // 16-bit policies against the float64 model holding the same parameters.
-#include "tensor_testing.hpp"
+#include "model_testing.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -16,20 +16,9 @@
 
 using namespace tenet;
 namespace nn = tenet::nn;
+using testing::check_gradients_f64, testing::f64_policy, testing::parameter_table, testing::random_tensor;
 
 namespace {
-
-using f64_policy = training_precision<f64, f64, f64, f64>;
-
-template <class T, class S>
-Tensor<T, S, Host> random_tensor(std::uint64_t seed, double scale = 1.0)
-{
-    Tensor<T, S, Host> t;
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, scale);
-    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = convert<T>(normal(rng));
-    return t;
-}
 
 // One layer of a spec instantiated by hand (its own parameter, gradient and
 // buffer storage), so that its input gradient can be checked too.
@@ -433,16 +422,6 @@ using small_cnn = nn::Sequential<nn::Conv2d<2, 6, 3, 1, 1>, nn::ReLU, nn::BatchN
 using small_in = Shape<4, 8, 8, 2>;
 
 template <class M>
-std::map<std::string, std::pair<std::size_t, std::size_t>> parameter_table(M& m)
-{
-    std::map<std::string, std::pair<std::size_t, std::size_t>> table;
-    m.for_each_parameter([&](const std::string& name, auto value, auto) {
-        table[name] = {static_cast<std::size_t>(value.data() - m.parameters()), decltype(value)::shape::numel};
-    });
-    return table;
-}
-
-template <class M>
 std::vector<float> buffer_values(M& m)
 {
     std::vector<float> v;
@@ -470,30 +449,7 @@ TEST_CASE("a CNN: parameter names, fused conv+ReLU units, byte counts, and the w
     static_assert(M::layer_type::parameter_count == 6 * 18 + 6 + 12 + 8 * 27 + 8 + 8 * 5 + 5);
 
     // every parameter's gradient through the whole model (BatchNorm with batch statistics)
-    const auto x = random_tensor<f64, small_in>(6);
-    const auto r = random_tensor<f64, Shape<4, 5>>(7);
-    m.forward(x);
-    m.backward(r);
-    const std::vector<double> analytic(m.gradients(), m.gradients() + M::flat_numel);
-    auto loss = [&] {
-        const auto& y = m.forward(x);
-        double l = 0;
-        for (std::size_t i = 0; i < 20; ++i) l += r.data()[i] * y.data()[i];
-        return l;
-    };
-    for (const auto& [name, where] : table)
-        for (std::size_t j = 0; j < where.second; j += 3) {
-            double& p = m.parameters()[where.first + j];
-            const double saved = p, h = 1e-6;
-            p = saved + h;
-            const double up = loss();
-            p = saved - h;
-            const double down = loss();
-            p = saved;
-            const double want = (up - down) / (2 * h);
-            INFO(name << "[" << j << "]");
-            CHECK(analytic[where.first + j] == doctest::Approx(want).epsilon(1e-5).scale(1));
-        }
+    check_gradients_f64<M>(5);
 }
 
 TEST_CASE("a CNN under fp32, bf16_mixed and fp16_mixed against the float64 model with the same parameters")
@@ -782,41 +738,6 @@ TEST_CASE("pruning reaches convolutions: magnitude per layer and global, 2:4 alo
     });
 }
 
-namespace {
-
-// Every parameter gradient of a float64 model against central differences.
-template <class M>
-void check_model_gradients(std::uint64_t seed)
-{
-    M m(seed);
-    using Out = typename M::output_shape;
-    const auto x = random_tensor<f64, typename M::input_shape>(seed + 1);
-    const auto r = random_tensor<f64, Out>(seed + 2);
-    m.forward(x);
-    m.backward(r);
-    const std::vector<double> analytic(m.gradients(), m.gradients() + M::flat_numel);
-    auto loss = [&] {
-        const auto& y = m.forward(x);
-        double l = 0;
-        for (std::size_t i = 0; i < Out::numel; ++i) l += r.data()[i] * y.data()[i];
-        return l;
-    };
-    for (const auto& [name, where] : parameter_table(m))
-        for (std::size_t j = 0; j < where.second; ++j) {
-            double& p = m.parameters()[where.first + j];
-            const double saved = p;
-            p = saved + 1e-6;
-            const double up = loss();
-            p = saved - 1e-6;
-            const double down = loss();
-            p = saved;
-            INFO(name << "[" << j << "]");
-            CHECK(analytic[where.first + j] == doctest::Approx((up - down) / 2e-6).epsilon(1e-5).scale(1));
-        }
-}
-
-}  // namespace
-
 TEST_CASE("Flatten is a view inside a Sequential: no copy, no tensor, gradients through it anywhere")
 {
     using In = Shape<2, 4, 4, 2>;
@@ -825,11 +746,11 @@ TEST_CASE("Flatten is a view inside a Sequential: no copy, no tensor, gradients 
     using nested_first = nn::Sequential<nn::Conv2d<2, 3, 3, 1, 1>, nn::Sequential<nn::Flatten, nn::Linear<48, 4>>>;
     using last = nn::Sequential<nn::Conv2d<2, 3, 3, 1, 1>, nn::Flatten>;
     using checkpointed = nn::Sequential<nn::Checkpointed<nn::Conv2d<2, 3, 3, 1, 1>, nn::Flatten, nn::Linear<48, 4>>>;
-    check_model_gradients<nn::model<middle, f64_policy, In, Host>>(90);
-    check_model_gradients<nn::model<twice, f64_policy, In, Host>>(91);
-    check_model_gradients<nn::model<nested_first, f64_policy, In, Host>>(92);
-    check_model_gradients<nn::model<last, f64_policy, In, Host>>(93);
-    check_model_gradients<nn::model<checkpointed, f64_policy, In, Host>>(94);
+    check_gradients_f64<nn::model<middle, f64_policy, In, Host>>(90);
+    check_gradients_f64<nn::model<twice, f64_policy, In, Host>>(91);
+    check_gradients_f64<nn::model<nested_first, f64_policy, In, Host>>(92);
+    check_gradients_f64<nn::model<last, f64_policy, In, Host>>(93);
+    check_gradients_f64<nn::model<checkpointed, f64_policy, In, Host>>(94);
     // Flatten keeps nothing: the same bytes as the Sequential without it
     using without = nn::Sequential<nn::Conv2d<2, 3, 3, 1, 1>, nn::Linear<3, 4>>;
     using M1 = nn::model<middle, fp32, In, Host>;

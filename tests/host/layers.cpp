@@ -4,7 +4,7 @@
 // before it) against central finite differences in float64, dropout's
 // regenerated mask, the fused Linear+activation units, parameter layout and
 // the compile-time byte counts.
-#include "tensor_testing.hpp"
+#include "model_testing.hpp"
 
 #include <functional>
 #include <map>
@@ -13,84 +13,7 @@
 
 using namespace tenet;
 namespace nn = tenet::nn;
-
-namespace {
-
-using f64_policy = training_precision<f64, f64, f64, f64>;
-
-template <class T, class S>
-Tensor<T, S, Host> random_tensor(std::uint64_t seed, double scale = 1.0)
-{
-    Tensor<T, S, Host> t;
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, scale);
-    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = convert<T>(normal(rng));
-    return t;
-}
-
-template <class S, class T>
-std::vector<double> as_doubles(const T* p)
-{
-    std::vector<double> v(S::numel);
-    for (std::size_t i = 0; i < S::numel; ++i) v[i] = convert<f64>(p[i]);
-    return v;
-}
-
-// Every parameter as (name -> flat offset, numel), from for_each_parameter.
-template <class M>
-std::map<std::string, std::pair<std::size_t, std::size_t>> parameter_table(M& m)
-{
-    std::map<std::string, std::pair<std::size_t, std::size_t>> table;
-    m.for_each_parameter([&](const std::string& name, auto value, auto) {
-        table[name] = {static_cast<std::size_t>(value.data() - m.parameters()), decltype(value)::shape::numel};
-    });
-    return table;
-}
-
-// L = sum(r * model(x)); its gradient by backward(r) vs central differences.
-template <class Model, class X, class R>
-void check_parameter_gradients(Model& m, const X& x, const R& r, double tolerance)
-{
-    using S = typename Model::output_shape;
-    auto loss = [&] {
-        const auto& y = m.forward(x);
-        double l = 0;
-        for (std::size_t i = 0; i < S::numel; ++i) l += convert<f64>(r.data()[i]) * convert<f64>(y.data()[i]);
-        return l;
-    };
-    m.forward(x);
-    m.backward(r);
-    const std::vector<double> analytic = as_doubles<Shape<Model::flat_numel>>(m.gradients());
-    std::size_t checked = 0;
-    for (const auto& [name, where] : parameter_table(m)) {
-        for (std::size_t j = 0; j < where.second; ++j) {
-            double& p = m.parameters()[where.first + j];
-            const double saved = p, h = 1e-6 * std::max(1.0, std::fabs(saved));
-            p = saved + h;
-            const double up = loss();
-            p = saved - h;
-            const double down = loss();
-            p = saved;
-            const double numeric = (up - down) / (2 * h);
-            const double got = analytic[where.first + j];
-            INFO(name << "[" << j << "]: backward " << got << " vs finite difference " << numeric);
-            CHECK(std::fabs(got - numeric) <= tolerance * (1 + std::fabs(numeric)));
-            ++checked;
-        }
-    }
-    CHECK(checked == Model::parameter_count);
-}
-
-template <class Model>
-void check_gradients_f64(std::uint64_t seed)
-{
-    Model m(seed);
-    const auto x = random_tensor<f64, typename Model::input_shape>(seed + 1);
-    const auto r = random_tensor<f64, typename Model::output_shape>(seed + 2);
-    check_parameter_gradients(m, x, r, 1e-6);
-}
-
-}  // namespace
+using testing::check_gradients_f64, testing::f64_policy, testing::parameter_table, testing::random_tensor;
 
 TEST_CASE("initialisers: bounds, moments and reproducibility")
 {

@@ -158,33 +158,45 @@ struct avg_pool_backward_rule {
 // NHWC), output pixels split across cores: the same values as the
 // expressions. The backward loop is for windows that do not overlap (Stride
 // >= Kernel), where each input element is chosen by one window at most.
+//
+// Output pixel p's window, every channel at once: the chosen value and the
+// input pixel (h W + w, within the image) it came from.
+template <class G, class T, class Value>
+void host_max_window(const T* x, std::size_t p, std::array<Value, G::channels>& best,
+                     std::array<std::uint32_t, G::channels>& chosen)
+{
+    constexpr std::size_t C = G::channels;
+    const std::size_t ow = p % G::out_width, oh = p / G::out_width % G::out_height, n = p / (G::out_width * G::out_height);
+    bool first = true;
+    for (std::size_t kh = 0; kh < G::kernel; ++kh) {
+        const std::int64_t h = G::source(oh, kh);
+        if (h < 0 || h >= std::int64_t{G::height}) continue;
+        for (std::size_t kw = 0; kw < G::kernel; ++kw) {
+            const std::int64_t w = G::source(ow, kw);
+            if (w < 0 || w >= std::int64_t{G::width}) continue;
+            const auto at = static_cast<std::uint32_t>(static_cast<std::size_t>(h) * G::width + static_cast<std::size_t>(w));
+            const T* from = x + input_offset<G>(n, h, w, 0);
+#pragma omp simd
+            for (std::size_t c = 0; c < C; ++c) {
+                const Value v = convert<Value>(from[c]);
+                const bool take = first || (best[c] == best[c] && (v > best[c] || v != v));  // first NaN, else first max
+                best[c] = take ? v : best[c];
+                chosen[c] = take ? at : chosen[c];
+            }
+            first = false;
+        }
+    }
+}
+
 template <class G, class T>
 void host_max_pool(T* y, const T* x)
 {
-    using value = compute_t<T>;
     constexpr std::size_t C = G::channels, pixels = G::batch * G::out_height * G::out_width;
     TENET_OMP_PARALLEL_FOR_IF(pixels * C * G::taps > 32768)
     for (std::size_t p = 0; p < pixels; ++p) {
-        const std::size_t ow = p % G::out_width, oh = p / G::out_width % G::out_height,
-                          n = p / (G::out_width * G::out_height);
-        std::array<value, C> best{};
-        bool first = true;
-        for (std::size_t kh = 0; kh < G::kernel; ++kh) {
-            const std::int64_t h = G::source(oh, kh);
-            if (h < 0 || h >= std::int64_t{G::height}) continue;
-            for (std::size_t kw = 0; kw < G::kernel; ++kw) {
-                const std::int64_t w = G::source(ow, kw);
-                if (w < 0 || w >= std::int64_t{G::width}) continue;
-                const T* from = x + input_offset<G>(n, h, w, 0);
-#pragma omp simd
-                for (std::size_t c = 0; c < C; ++c) {
-                    const value v = convert<value>(from[c]);
-                    const bool take = first || (best[c] == best[c] && (v > best[c] || v != v));
-                    best[c] = take ? v : best[c];
-                }
-                first = false;
-            }
-        }
+        std::array<compute_t<T>, C> best{};
+        std::array<std::uint32_t, C> chosen{};
+        host_max_window<G>(x, p, best, chosen);
         T* out = y + p * C;
 #pragma omp simd
         for (std::size_t c = 0; c < C; ++c) out[c] = convert<T>(best[c]);
@@ -195,37 +207,16 @@ template <class G, class T, class D>
 void host_max_pool_backward(T* dx, const T* x, const D* dy)
 {
     static_assert(G::stride >= G::kernel, "tenet: internal: the host max-pool backward loop needs windows apart");
-    using value = compute_t<T>;
     constexpr std::size_t C = G::channels, pixels = G::batch * G::out_height * G::out_width;
     std::fill_n(dx, G::input_shape::numel, T(0.0f));  // inputs no window reads
     TENET_OMP_PARALLEL_FOR_IF(pixels * C * G::taps > 32768)
     for (std::size_t p = 0; p < pixels; ++p) {
-        const std::size_t ow = p % G::out_width, oh = p / G::out_width % G::out_height,
-                          n = p / (G::out_width * G::out_height);
-        std::array<value, C> best{};
-        std::array<std::uint32_t, C> chosen{};  // the chosen tap's input pixel offset
-        bool first = true;
-        for (std::size_t kh = 0; kh < G::kernel; ++kh) {
-            const std::int64_t h = G::source(oh, kh);
-            if (h < 0 || h >= std::int64_t{G::height}) continue;
-            for (std::size_t kw = 0; kw < G::kernel; ++kw) {
-                const std::int64_t w = G::source(ow, kw);
-                if (w < 0 || w >= std::int64_t{G::width}) continue;
-                const auto at = static_cast<std::uint32_t>((static_cast<std::size_t>(h) * G::width + static_cast<std::size_t>(w)));
-                const T* from = x + input_offset<G>(n, h, w, 0);
-#pragma omp simd
-                for (std::size_t c = 0; c < C; ++c) {
-                    const value v = convert<value>(from[c]);
-                    const bool take = first || (best[c] == best[c] && (v > best[c] || v != v));
-                    best[c] = take ? v : best[c];
-                    chosen[c] = take ? at : chosen[c];
-                }
-                first = false;
-            }
-        }
+        std::array<compute_t<T>, C> best{};
+        std::array<std::uint32_t, C> chosen{};
+        host_max_window<G>(x, p, best, chosen);
         const D* g = dy + p * C;
-        T* image = dx + n * G::height * G::width * C;
-        for (std::size_t c = 0; c < C; ++c) image[chosen[c] * C + c] = convert<T>(convert<value>(g[c]));
+        T* image = dx + p / (G::out_width * G::out_height) * G::height * G::width * C;
+        for (std::size_t c = 0; c < C; ++c) image[chosen[c] * C + c] = convert<T>(convert<compute_t<T>>(g[c]));
     }
 }
 

@@ -11,23 +11,13 @@ namespace tenet::nn {
 namespace detail {
 
 template <precision_policy P, class S, class Place, class Op>
-class activation_layer {
+class activation_layer : public parameterless_layer {
     using storage = typename P::storage;
 
 public:
     using input_shape = S;
     using output_shape = S;
-    static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = 0;
-    static constexpr std::size_t parameter_numel = 0;
-    static constexpr std::size_t activation_bytes = 0;  // it keeps a pointer to its input
-    static constexpr std::size_t activation_gradient_bytes = 0;
-
-    template <class Slice>
-    explicit activation_layer(Slice&)
-    {
-    }
-    void initialize(std::uint64_t) {}
+    using parameterless_layer::parameterless_layer;  // (it keeps a pointer to its input, no tensor)
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
@@ -45,11 +35,6 @@ public:
             const auto x = make_view<S, Place>(input_);
             assign(contiguous_as<S>(dx), gradient<0>(tenet::internal::make_map(Op{}, var<0>(x)), contiguous_as<S>(dy)));
         }
-    }
-
-    template <class F>
-    void for_each_parameter(F&&, const std::string&)
-    {
     }
 
 private:

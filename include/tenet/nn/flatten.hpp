@@ -28,20 +28,12 @@ struct flatten_output {
 };
 
 template <precision_policy P, class S, class Place>
-class flatten_layer {
+class flatten_layer : public parameterless_layer {
 public:
     using input_shape = S;
     using output_shape = typename flatten_output<S>::type;
-    static constexpr bool wants_preactivation_gradient = false;
     static constexpr bool views_input = true;
-    static constexpr std::size_t parameter_count = 0, parameter_numel = 0;
-    static constexpr std::size_t activation_bytes = 0, activation_gradient_bytes = 0;
-
-    template <class Slice>
-    explicit flatten_layer(Slice&)
-    {
-    }
-    void initialize(std::uint64_t) {}
+    using parameterless_layer::parameterless_layer;
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
@@ -54,11 +46,6 @@ public:
     void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
     {
         if constexpr (!is_no_input_gradient<DX>) assign(contiguous_as<S>(dx), contiguous_as<S>(dy));
-    }
-
-    template <class F>
-    void for_each_parameter(F&&, const std::string&)
-    {
     }
 };
 

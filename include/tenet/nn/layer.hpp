@@ -214,6 +214,26 @@ constexpr void check_input_element()
                   "tenet: a layer's input must hold the precision policy's storage type (cast it first)");
 }
 
+// What a layer without parameters, buffers or kept tensors declares
+// (activations, pooling, Flatten): derive from it, add the shapes, forward
+// and backward.
+struct parameterless_layer {
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = 0, parameter_numel = 0;
+    static constexpr std::size_t activation_bytes = 0, activation_gradient_bytes = 0;
+
+    parameterless_layer() = default;
+    template <class Slice>
+    explicit parameterless_layer(Slice&)
+    {
+    }
+    void initialize(std::uint64_t) {}
+    template <class F>
+    void for_each_parameter(F&&, const std::string&)
+    {
+    }
+};
+
 // What for_each_parameter is called with in the checks below.
 struct parameter_probe {
     template <class Value, class Gradient>

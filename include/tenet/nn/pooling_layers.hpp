@@ -55,21 +55,13 @@ struct pool_output {
 };
 
 template <precision_policy P, class InShape, class Place, bool Max, class Geometry>
-class pool_layer {
+class pool_layer : public parameterless_layer {
     using storage = typename P::storage;
 
 public:
     using input_shape = InShape;
     using output_shape = typename Geometry::template output_shape<Geometry::channels>;
-    static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = 0, parameter_numel = 0;
-    static constexpr std::size_t activation_bytes = 0, activation_gradient_bytes = 0;
-
-    template <class Slice>
-    explicit pool_layer(Slice&)
-    {
-    }
-    void initialize(std::uint64_t) {}
+    using parameterless_layer::parameterless_layer;
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
@@ -93,11 +85,6 @@ public:
         }
     }
 
-    template <class F>
-    void for_each_parameter(F&&, const std::string&)
-    {
-    }
-
 private:
     const storage* input_ = nullptr;
 };
@@ -119,7 +106,7 @@ struct global_pool_output {
 };
 
 template <precision_policy P, class InShape, class Place>
-class global_avg_pool_layer {
+class global_avg_pool_layer : public parameterless_layer {
     using nhwc = typename global_pool_output<InShape>::nhwc;  // (a stand-in where InShape is no image)
     static constexpr std::size_t n = nhwc::extents[0], pixels = nhwc::extents[1] * nhwc::extents[2], c = nhwc::extents[3];
     using pixels_shape = Shape<n, pixels, c>;
@@ -127,15 +114,7 @@ class global_avg_pool_layer {
 public:
     using input_shape = InShape;
     using output_shape = Shape<n, c>;
-    static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = 0, parameter_numel = 0;
-    static constexpr std::size_t activation_bytes = 0, activation_gradient_bytes = 0;
-
-    template <class Slice>
-    explicit global_avg_pool_layer(Slice&)
-    {
-    }
-    void initialize(std::uint64_t) {}
+    using parameterless_layer::parameterless_layer;
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
@@ -150,11 +129,6 @@ public:
         if constexpr (!is_no_input_gradient<DX>)
             assign(contiguous_as<pixels_shape>(dx),
                    broadcast_to<pixels_shape>(unsqueeze<1>(contiguous_as<output_shape>(dy))) * (1.0f / pixels));
-    }
-
-    template <class F>
-    void for_each_parameter(F&&, const std::string&)
-    {
     }
 };
 

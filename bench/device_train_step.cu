@@ -1,13 +1,16 @@
-// One training step of the MLP 784-256-128-10 at batch 256 on the GPU:
-// eager launches vs the step replayed as a CUDA Graph, for fp32, bf16_mixed
-// and fp16_mixed (AdamW, softmax cross-entropy). Its peer is
-// bench/peers/mlp_step_torch_gpu.py (PyTorch eager AMP and torch.compile).
-// Prints one JSON line per (policy, mode): median step time over 5 runs of
-// 200 steps, after 20 warm-up steps.
+// One training step at batch 256 on the GPU: eager launches vs the step
+// replayed as a CUDA Graph, for fp32, bf16_mixed and fp16_mixed (AdamW,
+// softmax cross-entropy), of the MLP 784-256-128-10 and of the Fashion-MNIST
+// example's CNN (28x28x1 images; bench_device_train_step --model cnn). Its
+// peer is bench/peers/mlp_step_torch_gpu.py (PyTorch eager AMP and
+// torch.compile, --model cnn alike). Prints one JSON line per (policy,
+// mode): median step time over 5 runs of 200 steps, after 20 warm-up steps.
 #include <tenet/tenet.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <ratio>
 #include <vector>
 
 using namespace tenet;
@@ -16,18 +19,21 @@ namespace {
 
 constexpr std::size_t batch = 256;
 using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
+using cnn = nn::Sequential<nn::Conv2d<1, 32, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<32>, nn::MaxPool2d<2>,
+                           nn::Conv2d<32, 64, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<64>, nn::MaxPool2d<2>, nn::Flatten,
+                           nn::Dropout<std::ratio<1, 4>>, nn::Linear<3136, 128>, nn::ReLU, nn::Linear<128, 10>>;
 
-template <class P>
-void run(const char* policy, bool graph)
+template <class Net, class In, class P>
+void run(const char* model, const char* policy, bool graph)
 {
-    nn::model<mlp, P, Shape<batch, 784>, Device> net(1);
+    nn::model<Net, P, In, Device> net(1);
     train::trainer trainer(net, train::adamw{}, train::constant_lr{1e-3f});
     if (graph) trainer.capture();
-    Tensor<typename P::storage, Shape<batch, 784>, Device> x;
+    Tensor<typename P::storage, In, Device> x;
     Tensor<std::int32_t, Shape<batch>, Device> labels, valid;
     {
         stream_scope on(trainer.stream());
-        x = random_normal<Shape<batch, 784>>(1);
+        x = random_normal<In>(1);
         labels = cast<std::int32_t>(random_uniform<Shape<batch>>(2, 0, 0.0f, 9.99f));
         valid = 1;
     }
@@ -48,24 +54,32 @@ void run(const char* policy, bool graph)
     }
     std::sort(per_step.begin(), per_step.end());
     const double us = per_step[2] * 1e3;
-    std::printf("{\"framework\": \"tenet\", \"policy\": \"%s\", \"mode\": \"%s\", \"step_us\": %.2f, "
-                "\"samples_per_s\": %.0f}\n",
-                policy, graph ? "graph" : "eager", us, batch / (us * 1e-6));
+    std::printf("{\"framework\": \"tenet\", \"model\": \"%s\", \"policy\": \"%s\", \"mode\": \"%s\", "
+                "\"step_us\": %.2f, \"samples_per_s\": %.0f}\n",
+                model, policy, graph ? "graph" : "eager", us, batch / (us * 1e-6));
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
 }
 
 }  // namespace
 
-int main()
+template <class Net, class In>
+void run_policies(const char* model)
+{
+    for (bool graph : {false, true}) {
+        run<Net, In, fp32>(model, "fp32", graph);
+        run<Net, In, bf16_mixed>(model, "bf16_mixed", graph);
+        run<Net, In, fp16_mixed>(model, "fp16_mixed", graph);
+    }
+}
+
+int main(int argc, char** argv)
 {
     if (!has_device()) {
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    for (bool graph : {false, true}) {
-        run<fp32>("fp32", graph);
-        run<bf16_mixed>("bf16_mixed", graph);
-        run<fp16_mixed>("fp16_mixed", graph);
-    }
+    const bool cnn_too = argc > 1 && std::strcmp(argv[1], "--model") == 0 && argc > 2 && std::strcmp(argv[2], "cnn") == 0;
+    if (cnn_too) run_policies<cnn, Shape<batch, 28, 28, 1>>("cnn");
+    else run_policies<mlp, Shape<batch, 784>>("mlp");
 }

@@ -2,14 +2,14 @@
 # Builds and runs tenet's benchmarks; prints side-by-side tables: host
 # conversions, the host elementwise chain (tenet, Eigen), its Python peers
 # (NumPy, jax.jit on CPU, in a venv), the device elementwise chain (tenet,
-# cub, cudaMemcpy), host matmul (tenet vs Eigen) and the device matmul
-# epilogues (fused vs GEMM + kernels), a training epoch on the host (tenet vs
-# PyTorch and JAX on the CPU) and a training step on the device (eager vs
-# CUDA Graph, vs PyTorch AMP); device parts print "skipped: no CUDA device"
-# without a GPU.
+# cub, cudaMemcpy), host convolution (tenet vs oneDNN), host matmul (tenet
+# vs Eigen) and the device matmul epilogues (fused vs GEMM + kernels),
+# training epochs on the host (the MLP and the CNN; tenet vs PyTorch and JAX
+# on the CPU) and a training step on the device (eager vs CUDA Graph, vs
+# PyTorch AMP); device parts print "skipped: no CUDA device" without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
-tenet_install_packages python3 python3-venv
+tenet_install_packages python3 python3-venv libdnnl-dev
 
 dir="$TENET_ROOT/build/bench"
 tenet_configure "$dir" -DTENET_CUDA=ON -DTENET_BUILD_TESTS=OFF -DTENET_BUILD_EXAMPLES=OFF -DTENET_BUILD_BENCH=ON \
@@ -37,6 +37,9 @@ fi
 
 echo "== device elementwise: 30-op chain, 2^16 .. 2^28 elements"
 "$dir/bench/bench_device_elementwise"
+
+echo "== host convolution: tenet (im2col + GEMM) vs oneDNN, the example CNN's layers, batch 256 ($(nproc) cores)"
+"$dir/bench/bench_host_conv"
 
 echo "== host matmul: tenet vs Eigen called directly, f32 ($(nproc) cores)"
 "$dir/bench/bench_host_matmul" --benchmark_min_time=1 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -95,8 +98,10 @@ echo "== host inference: CSR sparse_model vs the dense fp32 MLP, by sparsity ($(
 
 echo "== device training step: eager vs CUDA Graph, batch 256"
 "$dir/bench/bench_device_train_step"
+"$dir/bench/bench_device_train_step" --model cnn
 if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_step_torch_gpu.py"
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_step_torch_gpu.py" --model cnn
 else
     echo "skipped: PyTorch GPU peer (no CUDA device for torch)"
 fi

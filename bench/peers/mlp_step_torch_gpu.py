@@ -1,10 +1,12 @@
 """The GPU peer of bench/device_train_step.cu: one training step of the MLP
-784-256-128-10 (ReLU) at batch 256 in PyTorch -- eager with AMP (fp16
+784-256-128-10 (ReLU), or with --model cnn the Fashion-MNIST example's CNN
+(channels_last, as tenet's NHWC), at batch 256 in PyTorch -- eager with AMP (fp16
 autocast + GradScaler, and bf16 autocast) and torch.compile of the same
 step -- with fused AdamW(lr 1e-3), softmax cross-entropy. Median step time
 over 5 runs of 200 steps after 20 warm-up steps, one JSON line per mode.
 Needs a CUDA device; prints "skipped" otherwise.
 """
+import argparse
 import json
 import statistics
 
@@ -13,15 +15,27 @@ import torch
 BATCH = 256
 
 
+MODEL = "mlp"
+
+
 def make():
-    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
-                                torch.nn.ReLU(), torch.nn.Linear(128, 10)).cuda()
+    nn = torch.nn
+    if MODEL == "cnn":
+        model = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
+                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Dropout(0.25), nn.Linear(3136, 128), nn.ReLU(),
+                              nn.Linear(128, 10)).cuda().to(memory_format=torch.channels_last)
+    else:
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=True)
     return model, opt
 
 
 def bench(name, step):
-    x = torch.randn(BATCH, 784, device="cuda")
+    if MODEL == "cnn":
+        x = torch.randn(BATCH, 1, 28, 28, device="cuda").contiguous(memory_format=torch.channels_last)
+    else:
+        x = torch.randn(BATCH, 784, device="cuda")
     y = torch.randint(0, 10, (BATCH,), device="cuda")
     for _ in range(20):
         step(x, y)
@@ -36,11 +50,15 @@ def bench(name, step):
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 200)
     us = statistics.median(times) * 1e3
-    print(json.dumps({"framework": "torch", "mode": name, "step_us": round(us, 2),
+    print(json.dumps({"framework": "torch", "model": MODEL, "mode": name, "step_us": round(us, 2),
                       "samples_per_s": round(BATCH / (us * 1e-6))}))
 
 
 def main():
+    global MODEL
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    MODEL = parser.parse_args().model
     if not torch.cuda.is_available():
         print("skipped: no CUDA device")
         return

@@ -15,22 +15,23 @@
 //                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
 //                 [--prune-epochs N] [--prune-scope global|layer]
 //
-// --quantize ptq|qat|all (with the fp32 policy; the MLP only, for now) then
-// turns the trained fp32 model into int8 models: post-training quantization (activation ranges from
+// --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
+// model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
 // --calibration-batches training batches, seen by --observer
 // minmax|percentile|mse; weights per output channel), and quantization-aware
 // training (--qat-epochs of fine-tuning with fake quantization, observers
 // frozen half-way), each converted to an int8 model (int8 GEMMs, one fused
-// epilogue per layer) and tested.
+// epilogue per layer: the CNN's BatchNorm and pooling run in it) and tested.
 //
-// --prune unstructured|2:4|all (with the fp32 policy; the MLP only, for now) fine-tunes copies of
+// --prune unstructured|2:4|all (with the fp32 policy) fine-tunes copies of
 // the trained fp32 model while pruning them: unstructured magnitude pruning
 // to each of --sparsities (global by default), raised gradually over the
 // first two thirds of --prune-epochs on Zhu & Gupta's cubic schedule, and
-// 2:4 structured pruning, done once before the fine-tuning. The fused
+// 2:4 structured pruning, done once before the fine-tuning (the CNN's
+// first convolution, of one input channel, stays dense). The fused
 // optimizer keeps pruned weights at zero. Each pruned model is tested as
-// trained (dense with zeros) and through host sparse inference (CSR), and
-// its per-layer sparsity is printed.
+// trained (dense with zeros) and, for the MLP, through host sparse inference
+// (CSR); its per-layer sparsity is printed.
 //
 // Prints a progress bar per epoch, a table (model, policy, test accuracy,
 // train time, samples/s, model bytes) and, as its last line, one JSON object
@@ -153,8 +154,6 @@ options parse(int argc, char** argv)
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
         usage("--policy must be fp32, bf16, fp16 or all");
     if (o.model != "mlp" && o.model != "cnn" && o.model != "all") usage("--model must be mlp, cnn or all");
-    if (o.model == "cnn" && (!o.quantize.empty() || !o.prune.empty()))
-        usage("--quantize and --prune take the MLP for now: use --model mlp or all");
     if (!o.quantize.empty() && o.quantize != "ptq" && o.quantize != "qat" && o.quantize != "all")
         usage("--quantize must be ptq, qat or all");
     if (!o.quantize.empty() && o.policy != "fp32" && o.policy != "all")
@@ -175,6 +174,15 @@ options parse(int argc, char** argv)
 
 template <class Place>
 using loader_t = data::batch_loader<f32, batch, 784, Place>;
+
+// The input shape of each model, and its name in the results.
+template <class Net>
+using input_of = std::conditional_t<std::is_same_v<Net, cnn>, image_shape, input_shape>;
+template <class Net>
+const char* name_of()
+{
+    return std::is_same_v<Net, cnn> ? "cnn" : "mlp";
+}
 
 // A batch's rows [batch, 784] as the trainer's model takes them (28x28x1
 // images for the CNN): a view, no copy.
@@ -269,13 +277,14 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
 template <class Inference, class Place>
 double inference_accuracy(Inference& q, loader_t<Place>& test_batches)
 {
+    using in = typename Inference::input_shape;
     typename loader_t<Place>::batch b;
     Tensor<f32, Shape<batch, 10>, Host> logits;
     Tensor<std::int32_t, Shape<batch>, Host> labels;
     std::size_t right = 0, seen = 0;
     test_batches.start_epoch(0, 0, /*shuffle=*/false);
     while (test_batches.next(b)) {
-        copy(logits, q.forward(b.x()));
+        copy(logits, q.forward(reshape<in>(b.x())));
         copy(labels, b.labels());
         current_stream().synchronize();
         for (std::size_t r = 0; r < b.rows(); ++r) {
@@ -288,26 +297,27 @@ double inference_accuracy(Inference& q, loader_t<Place>& test_batches)
 }
 
 // Post-training quantization of the trained model with observer Observer.
-template <class Observer, class Place>
-result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained)
+template <class Observer, class Net, class Place>
+result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained)
 {
+    using in = input_of<Net>;
     profile::host_timer timer;
-    nn::model<mlp, quant::qat<fp32, Observer>, input_shape, Place> calibrated;
+    nn::model<Net, quant::qat<fp32, Observer>, in, Place> calibrated;
     quant::copy_parameters(calibrated, trained);
     quant::prepare_calibration(calibrated);
     loader_t<Place> train_batches(set.train, data::normalize_pixels{});
     typename loader_t<Place>::batch b;
     train_batches.start_epoch(o.seed, 1000);
-    for (std::size_t i = 0; i < o.calibration_batches && train_batches.next(b); ++i) calibrated.forward(b.x());
-    quant::int8_model<mlp, input_shape, Place> q(calibrated);
+    for (std::size_t i = 0; i < o.calibration_batches && train_batches.next(b); ++i) calibrated.forward(reshape<in>(b.x()));
+    quant::int8_model<Net, in, Place> q(calibrated);
     const double seconds = timer.seconds();
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_ptq_" + o.observer, "mlp", inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
+    return {"int8_ptq_" + o.observer, name_of<Net>(), inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
             std::remove_cvref_t<decltype(trained)>::parameter_count};
 }
 
-template <class Place>
-result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained)
+template <class Net, class Place>
+result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained)
 {
     if (o.observer == "minmax") return post_training_int8<quant::min_max_observer<>>(set, o, trained);
     if (o.observer == "percentile") return post_training_int8<quant::percentile_observer>(set, o, trained);
@@ -315,35 +325,37 @@ result post_training_int8(const data::mnist_dataset& set, const options& o, cons
 }
 
 // Quantization-aware fine-tuning of the trained model, then int8.
-template <class Place>
+template <class Net, class Place>
 result quantization_aware_int8(const data::mnist_dataset& set, const options& o,
-                               const nn::model<mlp, fp32, input_shape, Place>& trained)
+                               const nn::model<Net, fp32, input_of<Net>, Place>& trained)
 {
-    nn::model<mlp, quant::qat<fp32>, input_shape, Place> net;
+    constexpr bool is_cnn = std::is_same_v<Net, cnn>;
+    nn::model<Net, quant::qat<fp32>, input_of<Net>, Place> net;
     quant::copy_parameters(net, trained);
     const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
     auto trainer = make_trainer(net, steps_per_epoch, o.qat_epochs, 2e-4f);
     loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
     const std::size_t freeze_at = steps_per_epoch * o.qat_epochs / 2;
-    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, epochs_for(o, false),
+    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, epochs_for(o, is_cnn),
                                         [&](std::size_t step) {
                                             if (step + 1 == freeze_at) quant::freeze_observers(net);
                                         });
     net.eval();
-    quant::int8_model<mlp, input_shape, Place> q(net);
+    quant::int8_model<Net, input_of<Net>, Place> q(net);
     loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_qat", "mlp", inference_accuracy(q, test_batches), seconds,
+    return {"int8_qat", name_of<Net>(), inference_accuracy(q, test_batches), seconds,
             static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes,
             std::remove_cvref_t<decltype(trained)>::parameter_count, o.qat_epochs};
 }
 
 // Fine-tunes a copy of the trained model while pruning it: to `sparsity`
 // (unstructured, gradual) or, with sparsity < 0, to 2:4 (once, at the start).
-template <class Place>
-result pruned(const data::mnist_dataset& set, const options& o, const nn::model<mlp, fp32, input_shape, Place>& trained,
+template <class Net, class Place>
+result pruned(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained,
               double sparsity)
 {
-    using model_type = nn::model<mlp, fp32, input_shape, Place>;
+    constexpr bool is_cnn = std::is_same_v<Net, cnn>;
+    using model_type = nn::model<Net, fp32, input_of<Net>, Place>;
     model_type net;
     nn::copy_parameters(net, trained);
     const bool two_four = sparsity < 0;
@@ -358,7 +370,7 @@ result pruned(const data::mnist_dataset& set, const options& o, const nn::model<
     using pruner_type = prune::pruner<std::remove_reference_t<decltype(optimizer)>, prune::gradual_sparsity>;
     std::optional<pruner_type> gradual;
     if (two_four) {
-        prune::two_four(optimizer.masks());
+        prune::two_four(optimizer.masks(), prune::skip_misfits);
         optimizer.apply_masks();
     } else {
         const std::uint64_t every = std::max<std::uint64_t>(1, steps_per_epoch * o.prune_epochs * 2 / 30);
@@ -367,7 +379,7 @@ result pruned(const data::mnist_dataset& set, const options& o, const nn::model<
         gradual->update(0);
     }
     loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, epochs_for(o, false),
+    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, epochs_for(o, is_cnn),
                                         [&](std::size_t step) {
                                             if (gradual) gradual->update(step + 1);
                                         });
@@ -376,41 +388,34 @@ result pruned(const data::mnist_dataset& set, const options& o, const nn::model<
 
     const prune::sparsity_report report = prune::report(optimizer.masks());
     std::cout << report.table();
-    prune::sparse_model<mlp, input_shape> sparse(net, optimizer.masks());
-    loader_t<Host> host_test_batches(set.test, data::normalize_pixels{});
-    const double sparse_accuracy = inference_accuracy(sparse, host_test_batches);
-    // Model bytes: the weights compressed (2:4: values and 2-bit indices; else CSR) and the biases.
-    std::size_t bytes = sparse.bytes();
-    if (two_four) {
-        bytes = 0;
-        optimizer.masks().for_each([&](const std::string&, auto weight, auto keep) {
-            bytes += prune::compress_24(weight, keep).bytes() + decltype(weight)::shape::extents[0] * sizeof(f32);
-        });
+    // Model bytes: the weights compressed (2:4: values and 2-bit indices; else
+    // CSR) and the biases; the CNN's are counted dense.
+    std::size_t bytes = model_type::parameter_bytes;
+    if constexpr (!is_cnn) {
+        prune::sparse_model<Net, input_of<Net>> sparse(net, optimizer.masks());
+        loader_t<Host> host_test_batches(set.test, data::normalize_pixels{});
+        const double sparse_accuracy = inference_accuracy(sparse, host_test_batches);
+        bytes = sparse.bytes();
+        if (two_four) {
+            bytes = 0;
+            optimizer.masks().for_each([&](const std::string&, auto weight, auto keep) {
+                bytes += prune::compress_24(weight, keep).bytes() + decltype(weight)::shape::extents[0] * sizeof(f32);
+            });
+        }
+        std::printf("%s: test accuracy %.4f as trained, %.4f through host sparse inference (CSR)\n\n", name.c_str(),
+                    accuracy, sparse_accuracy);
     }
-    std::printf("%s: test accuracy %.4f as trained, %.4f through host sparse inference (CSR)\n\n", name.c_str(),
-                accuracy, sparse_accuracy);
-    return {name, "mlp", accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
+    return {name, name_of<Net>(), accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
             report.parameter_nonzero, o.prune_epochs};
 }
 
-template <class Place>
-void train_cnn(const data::mnist_dataset& set, const options& o, std::vector<result>& out)
+// The fp32 model with the quantized and pruned variants asked for, then bf16_mixed and fp16_mixed.
+template <class Net, class Place>
+void train_model(const data::mnist_dataset& set, const options& o, std::vector<result>& out)
 {
-    if (o.policy == "fp32" || o.policy == "all") out.push_back(train_policy<cnn, fp32, image_shape, Place>("fp32", set, o));
-    if (o.policy == "bf16" || o.policy == "all")
-        out.push_back(train_policy<cnn, bf16_mixed, image_shape, Place>("bf16_mixed", set, o));
-    if (o.policy == "fp16" || o.policy == "all")
-        out.push_back(train_policy<cnn, fp16_mixed, image_shape, Place>("fp16_mixed", set, o));
-}
-
-template <class Place>
-std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
-{
-    std::vector<result> out;
-    if (o.model == "cnn" || o.model == "all") train_cnn<Place>(set, o, out);
-    if (o.model == "cnn") return out;
+    using in = input_of<Net>;
     if (o.policy == "fp32" || o.policy == "all") {
-        nn::model<mlp, fp32, input_shape, Place> net(o.seed);
+        nn::model<Net, fp32, in, Place> net(o.seed);
         out.push_back(train_policy("fp32", set, o, net));
         if (o.quantize == "ptq" || o.quantize == "all") out.push_back(post_training_int8(set, o, net));
         if (o.quantize == "qat" || o.quantize == "all") out.push_back(quantization_aware_int8(set, o, net));
@@ -418,10 +423,16 @@ std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
             for (const double s : o.sparsities) out.push_back(pruned(set, o, net, s));
         if (o.prune == "2:4" || o.prune == "all") out.push_back(pruned(set, o, net, -1.0));
     }
-    if (o.policy == "bf16" || o.policy == "all")
-        out.push_back(train_policy<mlp, bf16_mixed, input_shape, Place>("bf16_mixed", set, o));
-    if (o.policy == "fp16" || o.policy == "all")
-        out.push_back(train_policy<mlp, fp16_mixed, input_shape, Place>("fp16_mixed", set, o));
+    if (o.policy == "bf16" || o.policy == "all") out.push_back(train_policy<Net, bf16_mixed, in, Place>("bf16_mixed", set, o));
+    if (o.policy == "fp16" || o.policy == "all") out.push_back(train_policy<Net, fp16_mixed, in, Place>("fp16_mixed", set, o));
+}
+
+template <class Place>
+std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
+{
+    std::vector<result> out;
+    if (o.model == "cnn" || o.model == "all") train_model<cnn, Place>(set, o, out);
+    if (o.model == "mlp" || o.model == "all") train_model<mlp, Place>(set, o, out);
     return out;
 }
 

@@ -1,5 +1,5 @@
-// int8_model folds Linear (+ the activation after it) and Dropout into int8
-// units; a LayerNorm has no int8 form.
+// int8_model turns Linear and Conv2d into int8 GEMM units and runs the
+// layers between them in their epilogues; a LayerNorm has no int8 form.
 #include <tenet/tenet.hpp>
 // expect: no_int8_form<tenet::nn::LayerNorm<32
 // expect-cxx: tenet: int8_model: a layer has no int8 form

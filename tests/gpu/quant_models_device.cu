@@ -1,7 +1,8 @@
 // Quantized models on the device against the same models on the host: a
-// calibrated MLP converted to int8 gives the host's int32 accumulators bit
-// for bit and the same logits, and a QAT step (fake-quantized forward,
-// straight-through backward) gives the host's gradients.
+// calibrated MLP and a calibrated CNN converted to int8 give the host's
+// int32 accumulators bit for bit and the same logits, and a QAT step
+// (fake-quantized forward, straight-through backward) of each gives the
+// host's gradients.
 #include "device_testing.hpp"
 
 #include <tenet/quant/int8_model.hpp>
@@ -19,13 +20,19 @@ using spec = nn::Sequential<nn::Linear<64, 30>, nn::ReLU, nn::Linear<30, 10>>;
 using input = Shape<128, 64>;
 template <class Place>
 using qat_model = nn::model<spec, quant::qat<fp32>, input, Place>;
+// Conv 3x3 (27 taps per output, padded to 28) + ReLU + BatchNorm + max
+// pool, a strided convolution, Flatten, Linear.
+using cnn = nn::Sequential<nn::Conv2d<3, 8, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<8>, nn::MaxPool2d<2>,
+                           nn::Conv2d<8, 12, 3, 2, 1>, nn::Flatten, nn::Linear<2 * 2 * 12, 10>>;
+using image = Shape<16, 8, 8, 3>;
 
-Tensor<f32, input, Host> random_input(std::uint64_t seed)
+template <class S = input>
+Tensor<f32, S, Host> random_input(std::uint64_t seed)
 {
-    Tensor<f32, input, Host> t;
+    Tensor<f32, S, Host> t;
     std::mt19937_64 rng(seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (std::size_t i = 0; i < input::numel; ++i) t.data()[i] = normal(rng);
+    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = normal(rng);
     return t;
 }
 
@@ -35,6 +42,20 @@ double largest_difference(const Tensor<T, S, Host>& a, const Tensor<T, S, Host>&
     double worst = 0;
     for (std::size_t i = 0; i < S::numel; ++i)
         worst = std::max(worst, std::fabs(convert<f64>(a.data()[i]) - convert<f64>(b.data()[i])));
+    return worst;
+}
+
+// The backward of both models from dy: the largest gradient difference.
+template <class HostModel, class DeviceModel, class DY>
+double backward_difference(HostModel& host, DeviceModel& device, const DY& dy)
+{
+    host.backward(dy);
+    device.backward(testing::to_device(dy));
+    constexpr std::size_t n = HostModel::flat_numel;
+    std::vector<f32> gd(n);
+    TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(gd[i]) - host.gradients()[i]));
     return worst;
 }
 
@@ -74,12 +95,39 @@ TEST_CASE("qat step on the device: fake-quantized forward and straight-through g
     const auto& yh = host.forward(x);
     const auto yd = testing::to_host(device.forward(testing::to_device(x)));
     CHECK(largest_difference(yh, yd) < 1e-4);
-    host.backward(dy);
-    device.backward(testing::to_device(dy));
-    constexpr std::size_t n = qat_model<Host>::flat_numel;
-    std::vector<f32> gd(n);
-    TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
-    double worst = 0;
-    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::fabs(double(gd[i]) - host.gradients()[i]));
-    CHECK(worst < 1e-3);
+    CHECK(backward_difference(host, device, dy) < 1e-3);
+}
+
+TEST_CASE("int8 CNN on the device: convolution accumulators and logits equal the host's")
+{
+    nn::model<cnn, quant::qat<fp32>, image, Host> host(7);
+    nn::model<cnn, quant::qat<fp32>, image, Device> device(7);
+    quant::prepare_calibration(host);
+    quant::prepare_calibration(device);
+    for (std::uint64_t batch = 0; batch < 3; ++batch) {
+        const auto x = random_input<image>(400 + batch);
+        host.forward(x);
+        device.forward(testing::to_device(x));
+    }
+    quant::int8_model<cnn, image, Host> qh(host);
+    quant::int8_model<cnn, image, Device> qd(device);
+    const auto x = random_input<image>(500);
+    const auto& yh = qh.forward(x);
+    const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
+    const auto& acc_h = qh.unit<1>().accumulators();
+    const auto acc_d = testing::to_host(qd.unit<1>().accumulators());
+    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
+    CHECK(largest_difference(yh, yd) < 1e-4);
+}
+
+TEST_CASE("qat step of a CNN on the device: gradients equal the host's")
+{
+    nn::model<cnn, quant::qat<fp32>, image, Host> host(9);
+    nn::model<cnn, quant::qat<fp32>, image, Device> device(9);
+    const auto x = random_input<image>(600);
+    const auto dy = random_input<Shape<16, 10>>(601);
+    const auto& yh = host.forward(x);
+    const auto yd = testing::to_host(device.forward(testing::to_device(x)));
+    CHECK(largest_difference(yh, yd) < 1e-3);
+    CHECK(backward_difference(host, device, dy) < 1e-2);
 }

@@ -16,56 +16,9 @@
 
 using namespace tenet;
 namespace nn = tenet::nn;
-using testing::check_gradients_f64, testing::f64_policy, testing::parameter_table, testing::random_tensor;
+using testing::check_gradients_f64, testing::direct_conv, testing::driven, testing::f64_policy, testing::parameter_table, testing::random_tensor;
 
 namespace {
-
-// One layer of a spec instantiated by hand (its own parameter, gradient and
-// buffer storage), so that its input gradient can be checked too.
-template <class Spec, class In, class P = f64_policy>
-struct driven {
-    using storage = typename P::storage;
-    using gradient = nn::gradient_t<P>;
-    using layer_type = typename Spec::template layer<P, In, Host>;
-    using out = typename Spec::template output_shape<In>;
-
-    std::vector<storage> values = std::vector<storage>(layer_type::parameter_numel + 1);
-    std::vector<gradient> gradients = std::vector<gradient>(layer_type::parameter_numel + 1);
-    std::vector<f32> buffers = std::vector<f32>(nn::buffer_numel_v<layer_type> + 1);
-    std::optional<layer_type> layer;
-
-    explicit driven(std::uint64_t seed)
-    {
-        nn::parameter_slice<storage, gradient> slice(values.data(), gradients.data(), 0, nullptr, buffers.data());
-        layer.emplace(slice);
-        layer->initialize(seed);
-    }
-
-    void forward(const Tensor<storage, In, Host>& x, Tensor<storage, out, Host>& y, bool training = true)
-    {
-        nn::step_info step;
-        step.training = training;
-        layer->forward(x.view(), y.view(), step);
-    }
-
-    void backward(const Tensor<storage, out, Host>& dy, Tensor<storage, In, Host>& dx)
-    {
-        nn::no_previous_layer none;
-        layer->backward(dy.view(), dx.view(), nn::step_info{}, none);
-    }
-
-    // name -> (offset in values, numel)
-    std::map<std::string, std::pair<std::size_t, std::size_t>> parameters()
-    {
-        std::map<std::string, std::pair<std::size_t, std::size_t>> table;
-        layer->for_each_parameter(
-            [&](const std::string& name, auto value, auto) {
-                table[name] = {static_cast<std::size_t>(value.data() - values.data()), decltype(value)::shape::numel};
-            },
-            "");
-        return table;
-    }
-};
 
 // L = sum(r * layer(x)): the input and parameter gradients of backward(r)
 // against central differences (float64, training mode).
@@ -110,34 +63,6 @@ void check_layer_gradients(std::uint64_t seed, double tolerance = 1e-6)
             CHECK(std::fabs(got - want) <= tolerance * (1 + std::fabs(want)));
         }
     CHECK(checked == driven<Spec, In>::layer_type::parameter_count);
-}
-
-// Direct convolution in float64, from the definition (weights [Co, K, K, Ci/G]).
-template <class In, std::size_t Co, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G>
-std::vector<double> direct_conv(const double* x, const double* w, const double* b, bool relu)
-{
-    constexpr std::size_t N = In::extents[0], H = In::extents[1], W = In::extents[2], Ci = In::extents[3];
-    constexpr std::size_t Ho = (H + 2 * P - D * (K - 1) - 1) / S + 1, Wo = (W + 2 * P - D * (K - 1) - 1) / S + 1;
-    constexpr std::size_t cg = Ci / G, og = Co / G;
-    std::vector<double> y(N * Ho * Wo * Co);
-    for (std::size_t n = 0; n < N; ++n)
-        for (std::size_t oh = 0; oh < Ho; ++oh)
-            for (std::size_t ow = 0; ow < Wo; ++ow)
-                for (std::size_t co = 0; co < Co; ++co) {
-                    const std::size_t g = co / og;
-                    double sum = b != nullptr ? b[co] : 0.0;
-                    for (std::size_t kh = 0; kh < K; ++kh)
-                        for (std::size_t kw = 0; kw < K; ++kw) {
-                            const long ih = static_cast<long>(oh * S + kh * D) - static_cast<long>(P);
-                            const long iw = static_cast<long>(ow * S + kw * D) - static_cast<long>(P);
-                            if (ih < 0 || ih >= static_cast<long>(H) || iw < 0 || iw >= static_cast<long>(W)) continue;
-                            for (std::size_t c = 0; c < cg; ++c)
-                                sum += x[((n * H + ih) * W + iw) * Ci + g * cg + c] *
-                                       w[((co * K + kh) * K + kw) * cg + c];
-                        }
-                    y[((n * Ho + oh) * Wo + ow) * Co + co] = relu ? std::max(sum, 0.0) : sum;
-                }
-    return y;
 }
 
 template <class In, std::size_t Co, std::size_t K, std::size_t S = 1, std::size_t P = 0, std::size_t D = 1,
@@ -736,6 +661,24 @@ TEST_CASE("pruning reaches convolutions: magnitude per layer and global, 2:4 alo
             }
         }
     });
+}
+
+TEST_CASE("2:4 with skip_misfits leaves a convolution of one input channel dense")
+{
+    using net = nn::Sequential<nn::Conv2d<1, 4, 3>, nn::ReLU, nn::Conv2d<4, 4, 3>, nn::Flatten, nn::Linear<16, 3>>;
+    nn::model<net, fp32, Shape<2, 6, 6, 1>, Host> m(2);
+    prune::masks<decltype(m)> masks(m);
+    prune::two_four(masks, prune::skip_misfits);  // prune::two_four(masks) does not compile: [4, 3, 3, 1]
+    masks.apply();
+    std::map<std::string, std::size_t> zeros;
+    m.for_each_parameter([&](const std::string& name, auto value, auto) {
+        for (std::size_t i = 0; i < decltype(value)::shape::numel; ++i) zeros[name] += value.data()[i] == 0.0f;
+    });
+    CHECK(zeros["0.weight"] == 0);
+    CHECK(zeros["2.weight"] == 4 * 9 * 4 / 2);
+    CHECK(zeros["4.weight"] == 3 * 16 / 2);
+    CHECK_FALSE(prune::satisfies_n_of_m<2, 4>(masks));
+    CHECK(prune::satisfies_n_of_m<2, 4>(masks, prune::skip_misfits));
 }
 
 TEST_CASE("Flatten is a view inside a Sequential: no copy, no tensor, gradients through it anywhere")

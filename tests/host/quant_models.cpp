@@ -90,21 +90,6 @@ auto gradients_of(M& m)
 
 }  // namespace
 
-// The units an int8 model folds a spec into: an activation joins the Linear
-// before it (past Dropout, the identity at inference), nested Sequentials open.
-namespace units_check {
-using nn::linear_unit;
-using act = linalg::activation;
-using nested = nn::Sequential<nn::Linear<4, 8>, nn::Dropout<std::ratio<1, 2>>, nn::ReLU,
-                              nn::Sequential<nn::Linear<8, 6>, nn::GELU, nn::Linear<6, 4>>, nn::GELUTanh>;
-static_assert(std::is_same_v<quant::detail::units_of<nested>,
-                             nn::type_list<linear_unit<4, 8, act::relu>, linear_unit<8, 6, act::gelu>,
-                                           linear_unit<6, 4, act::gelu_tanh>>>);
-static_assert(std::is_same_v<quant::detail::units_of<spec>,
-                             nn::type_list<linear_unit<features, hidden, act::relu>,
-                                           linear_unit<hidden, classes, act::none>>>);
-}  // namespace units_check
-
 TEST_CASE("qat: fake-quantized Linears forward, and the clipped straight-through estimator backward")
 {
     // Two Linears without activation: the second's input gradient (masked by
@@ -127,7 +112,7 @@ TEST_CASE("qat: fake-quantized Linears forward, and the clipped straight-through
     quant::affine p[2];
     std::vector<double> wscale[2];
     std::size_t index = 0;
-    quant::detail::for_each_fake_quant_linear(m, [&](auto& layer) {
+    quant::detail::for_each_fake_quant_layer(m, [&](auto& layer) {
         p[index] = layer.input_params();
         for (std::size_t o = 0; o < std::remove_cvref_t<decltype(layer)>::out_features; ++o)
             wscale[index].push_back(layer.weight_scale().data()[o]);
@@ -253,10 +238,10 @@ TEST_CASE("ptq and qat: a trained MLP as an int8 model")
         train_epoch(t, train_set, b);
         quant::freeze_observers(m);
         std::vector<float> scales;
-        quant::detail::for_each_fake_quant_linear(m, [&](auto& l) { scales.push_back(l.input_params().scale); });
+        quant::detail::for_each_fake_quant_layer(m, [&](auto& l) { scales.push_back(l.input_params().scale); });
         train_epoch(t, train_set, b);
         std::size_t i = 0;
-        quant::detail::for_each_fake_quant_linear(m, [&](auto& l) { CHECK(l.input_params().scale == scales[i++]); });
+        quant::detail::for_each_fake_quant_layer(m, [&](auto& l) { CHECK(l.input_params().scale == scales[i++]); });
         m.eval();
         quant::int8_model<spec, input, Host> q(m);
         const double qat_accuracy = accuracy(q, test_set, b);

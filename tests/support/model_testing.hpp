@@ -1,13 +1,16 @@
-// Helpers for layer and model tests: normal random inputs, a model's
-// parameters by name, and every parameter gradient of a model checked
-// against central finite differences.
+// Helpers for layer and model tests: normal random inputs, a float64 direct
+// convolution and its products, a model's parameters by name, and every
+// parameter gradient of a model checked against central finite differences.
 #pragma once
 
 #include "tensor_testing.hpp"
 
+#include <tenet/nn/nn.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,93 @@ std::vector<double> as_doubles(const T* p)
     for (std::size_t i = 0; i < S::numel; ++i) v[i] = tenet::convert<tenet::f64>(p[i]);
     return v;
 }
+
+// f(y index, x index, w index) for every product a convolution sums, from
+// the definition (NHWC x, weights [Co, K, K, Ci/G], taps on padding skipped):
+// y[i] += x[j] w[k] is the forward, dx[j] += dy[i] w[k] and dw[k] += dy[i]
+// x[j] its adjoints.
+template <class In, std::size_t Co, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G, class F>
+void for_each_conv_product(F&& f)
+{
+    constexpr std::size_t N = In::extents[0], H = In::extents[1], W = In::extents[2], Ci = In::extents[3];
+    constexpr std::size_t Ho = (H + 2 * P - D * (K - 1) - 1) / S + 1, Wo = (W + 2 * P - D * (K - 1) - 1) / S + 1;
+    constexpr std::size_t cg = Ci / G, og = Co / G;
+    for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t oh = 0; oh < Ho; ++oh)
+            for (std::size_t ow = 0; ow < Wo; ++ow)
+                for (std::size_t co = 0; co < Co; ++co)
+                    for (std::size_t kh = 0; kh < K; ++kh)
+                        for (std::size_t kw = 0; kw < K; ++kw) {
+                            const long ih = static_cast<long>(oh * S + kh * D) - static_cast<long>(P);
+                            const long iw = static_cast<long>(ow * S + kw * D) - static_cast<long>(P);
+                            if (ih < 0 || ih >= static_cast<long>(H) || iw < 0 || iw >= static_cast<long>(W)) continue;
+                            for (std::size_t c = 0; c < cg; ++c)
+                                f(((n * Ho + oh) * Wo + ow) * Co + co,
+                                  ((n * H + static_cast<std::size_t>(ih)) * W + static_cast<std::size_t>(iw)) * Ci + co / og * cg + c,
+                                  ((co * K + kh) * K + kw) * cg + c);
+                        }
+}
+
+// Direct convolution in float64, from the definition (b may be null).
+template <class In, std::size_t Co, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G>
+std::vector<double> direct_conv(const double* x, const double* w, const double* b, bool relu)
+{
+    constexpr std::size_t Ho = (In::extents[1] + 2 * P - D * (K - 1) - 1) / S + 1,
+                          Wo = (In::extents[2] + 2 * P - D * (K - 1) - 1) / S + 1;
+    std::vector<double> y(In::extents[0] * Ho * Wo * Co);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = b != nullptr ? b[i % Co] : 0.0;
+    for_each_conv_product<In, Co, K, S, P, D, G>([&](std::size_t yi, std::size_t xi, std::size_t wi) { y[yi] += x[xi] * w[wi]; });
+    if (relu)
+        for (double& v : y) v = std::max(v, 0.0);
+    return y;
+}
+
+// One layer of a spec instantiated by hand (its own parameter, gradient and
+// buffer storage), so that its input gradient can be checked too.
+template <class Spec, class In, class P = f64_policy>
+struct driven {
+    using storage = typename P::storage;
+    using gradient = nn::gradient_t<P>;
+    using layer_type = typename Spec::template layer<P, In, Host>;
+    using out = typename Spec::template output_shape<In>;
+
+    std::vector<storage> values = std::vector<storage>(layer_type::parameter_numel + 1);
+    std::vector<gradient> gradients = std::vector<gradient>(layer_type::parameter_numel + 1);
+    std::vector<f32> buffers = std::vector<f32>(nn::buffer_numel_v<layer_type> + 1);
+    std::optional<layer_type> layer;
+
+    explicit driven(std::uint64_t seed)
+    {
+        nn::parameter_slice<storage, gradient> slice(values.data(), gradients.data(), 0, nullptr, buffers.data());
+        layer.emplace(slice);
+        layer->initialize(seed);
+    }
+
+    void forward(const Tensor<storage, In, Host>& x, Tensor<storage, out, Host>& y, bool training = true)
+    {
+        nn::step_info step;
+        step.training = training;
+        layer->forward(x.view(), y.view(), step);
+    }
+
+    void backward(const Tensor<storage, out, Host>& dy, Tensor<storage, In, Host>& dx)
+    {
+        nn::no_previous_layer none;
+        layer->backward(dy.view(), dx.view(), nn::step_info{}, none);
+    }
+
+    // name -> (offset in values, numel)
+    std::map<std::string, std::pair<std::size_t, std::size_t>> parameters()
+    {
+        std::map<std::string, std::pair<std::size_t, std::size_t>> table;
+        layer->for_each_parameter(
+            [&](const std::string& name, auto value, auto) {
+                table[name] = {static_cast<std::size_t>(value.data() - values.data()), decltype(value)::shape::numel};
+            },
+            "");
+        return table;
+    }
+};
 
 // Every parameter as (name -> flat offset, numel), from for_each_parameter.
 template <class M>

@@ -1,7 +1,8 @@
 // im2col and col2im: a convolution as a GEMM. im2col<Geometry, Groups>(x)
 // lays each output pixel's receptive field out as a row: element
 // (g, m, k) with m = (n, oh, ow) an output pixel and k = (kh, kw, c) a tap
-// and an input channel of group g, zero where the tap reads padding. Then
+// and an input channel of group g, zero where the tap reads padding (or a
+// given value: an int8 input pads with its zero point, the real 0). Then
 // y[m, g, :] = cols[g, m, :] W[g]^T, with W of shape [Cout, K, K, Cin / G]
 // seen as [G, Cout / G, K K Cin / G]. col2im is its adjoint: element
 // (n, h, w, c) of the input gradient sums the column entries that read it,
@@ -9,6 +10,7 @@
 // scatter. With one group the columns are [M, K K C], without the group axis.
 #pragma once
 
+#include "../expr/scalar.hpp"
 #include "../numeric/convert.hpp"
 #include "geometry.hpp"
 #include "window_expr.hpp"
@@ -33,8 +35,8 @@ struct im2col_rule {
     using columns = column_layout<G, Groups>;
     using shape = typename columns::shape;
 
-    template <class Index, class X>
-    TENET_HD static typename X::value_type at(Index i, const value_pack<X>& operands)
+    template <class Index, class X, class... Pad>
+    TENET_HD static typename X::value_type at(Index i, const value_pack<X, Pad...>& operands)
     {
         using source = typename G::input_index;
         constexpr Index row_length = columns::row_length, group_channels = columns::group_channels;
@@ -44,8 +46,10 @@ struct im2col_rule {
         const Index ow = m % Index{G::out_width}, oh = (m / Index{G::out_width}) % Index{G::out_height},
                     n = m / Index{G::out_width * G::out_height};
         const std::int64_t h = G::source(oh, tap / G::kernel), w = G::source(ow, tap % G::kernel);
-        if (h < 0 || h >= std::int64_t{G::height} || w < 0 || w >= std::int64_t{G::width})
-            return typename X::value_type(0);
+        if (h < 0 || h >= std::int64_t{G::height} || w < 0 || w >= std::int64_t{G::width}) {
+            if constexpr (sizeof...(Pad) == 1) return get<1>(operands).at(i);
+            else return typename X::value_type(0);
+        }
         const source at = ((static_cast<source>(n) * G::height + static_cast<source>(h)) * G::width +
                            static_cast<source>(w)) * G::channels +
                           static_cast<source>(g) * group_channels + static_cast<source>(c);
@@ -159,6 +163,18 @@ auto im2col(X&& x)
     static_assert(std::is_same_v<typename std::decay_t<X>::shape, typename G::input_shape>,
                   "tenet: internal: im2col's input is not its geometry's");
     return detail::make_window_expr<detail::im2col_rule<G, Groups>>(std::forward<X>(x));
+}
+
+// The same with `pad` (a number of x's element type) where a tap reads padding.
+template <class G, std::size_t Groups = 1, class X>
+    requires expression<std::decay_t<X>>
+auto im2col(X&& x, typename std::decay_t<X>::value_type pad)
+{
+    static_assert(std::is_same_v<typename std::decay_t<X>::shape, typename G::input_shape>,
+                  "tenet: internal: im2col's input is not its geometry's");
+    using value = typename std::decay_t<X>::value_type;
+    return detail::make_window_expr<detail::im2col_rule<G, Groups>>(std::forward<X>(x),
+                                                                    tenet::scalar_expr<value>{pad});
 }
 
 // The adjoint of im2col: the gradient of x (NHWC) from the gradient of its columns.

@@ -52,8 +52,8 @@ template <class Rule, class... E>
 struct window_expr {
     using shape = typename Rule::shape;
     using value_type = std::common_type_t<typename E::value_type...>;
-    using place = std::tuple_element_t<0, std::tuple<typename E::place...>>;
-    static_assert((std::is_same_v<typename E::place, place> && ...),
+    using place = std::tuple_element_t<0, std::tuple<typename E::place...>>;  // the input's
+    static_assert(((std::is_same_v<typename E::place, place> || std::is_same_v<typename E::place, AnyPlace>) && ...),
                   "tenet: the operands of a convolution or pooling live in different places");
     std::tuple<E...> operands;
 

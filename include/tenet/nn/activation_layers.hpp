@@ -42,9 +42,11 @@ private:
 };
 
 // fusable: the cuBLASLt epilogue a preceding Linear can apply instead, from
-// linalg's one table (none: this activation is never fused into a matmul).
+// linalg's one table (none: this activation is never fused into a matmul);
+// op: the elementwise functor (inference forms apply it in their epilogues).
 template <class Op>
 struct activation_spec {
+    using op = Op;
     static constexpr linalg::activation fusable = linalg::activation_of<Op>;
     template <class S>
     using output_shape = S;

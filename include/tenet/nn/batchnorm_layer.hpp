@@ -140,6 +140,20 @@ public:
         }
     }
 
+    // Evaluation mode as a per-channel affine y = x scale + shift (from the
+    // running statistics): what inference forms fold into an epilogue.
+    template <class Scale, class Shift>
+    void inference_affine(const Scale& scale, const Shift& shift) const
+    {
+        if constexpr (affine) {
+            assign(scale, rsqrt(running_var_ + Options.eps) * gamma_.first);
+            assign(shift, beta_.first - running_mean_ * scale);
+        } else {
+            assign(scale, rsqrt(running_var_ + Options.eps));
+            assign(shift, -running_mean_ * scale);
+        }
+    }
+
     template <class F>
     void for_each_buffer(F&& f, const std::string& prefix)
     {

@@ -11,12 +11,16 @@
 // buffer for the input gradient's columns. Inside Sequential, a Conv2d
 // followed by ReLU is one unit: the ReLU runs in the GEMM's epilogue pattern,
 // and the backward masks the output gradient by y > 0 once, without a layer
-// of its own in between.
+// of its own in between. A precision policy may substitute the GEMMs'
+// operands (conv2d_layer's Operands: quantization-aware training multiplies
+// fake-quantized copies) or the whole layer (P::conv2d_layer).
 #pragma once
 
 #include "../conv/conv.hpp"
 #include "activation_layers.hpp"
 #include "layer.hpp"
+
+#include <utility>
 
 namespace tenet::nn {
 namespace detail {
@@ -74,15 +78,48 @@ struct conv2d_output {
     using type = typename geometry::template output_shape<Out>;
 };
 
-template <precision_policy P, class InShape, class Place, class Spec>
+}  // namespace detail
+
+// The operands of a plain convolution: x and W themselves. (Quantization-aware
+// training substitutes quant::fake_quant_operands, with the same members.)
+template <class Storage, class XShape, class WShape, class Place>
+struct plain_operands {
+    static constexpr std::size_t bytes = 0;
+    template <class X, class W>
+    void prepare(const X&, const W&)
+    {
+    }
+    template <class X, class W>
+    std::pair<X, W> operands(const X& x, const W& w) const
+    {
+        return {x, w};
+    }
+    template <class DX, class X>
+    void mask_input_gradient(const DX&, const X&) const
+    {
+    }
+    template <class DW, class W>
+    void mask_weight_gradient(const DW&, const W&) const
+    {
+    }
+};
+
+template <class Spec>
+using conv2d_weight_shape =
+    Shape<Spec::out_channels, Spec::kernel, Spec::kernel, Spec::in_channels / Spec::groups>;
+
+// The layer of a conv2d_unit spec; Operands (default: x and W as they are)
+// is what the GEMMs multiply.
+template <precision_policy P, class InShape, class Place, class Spec,
+          class Operands = plain_operands<typename P::storage, InShape, conv2d_weight_shape<Spec>, Place>>
 class conv2d_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
     static constexpr std::size_t groups = Spec::groups, out_channels = Spec::out_channels;
     // (a stand-in where the input does not fit: the spec's diagnostic is the only error)
-    using geometry = typename conv2d_output<Spec::in_channels, out_channels, Spec::kernel, Spec::stride, Spec::padding,
-                                            Spec::dilation, groups, InShape>::geometry;
-    using weight_shape = Shape<out_channels, Spec::kernel, Spec::kernel, Spec::in_channels / groups>;
+    using geometry = typename detail::conv2d_output<Spec::in_channels, out_channels, Spec::kernel, Spec::stride,
+                                                    Spec::padding, Spec::dilation, groups, InShape>::geometry;
+    using weight_shape = conv2d_weight_shape<Spec>;
     using y_matrix = Shape<geometry::positions, out_channels>;
     static constexpr bool has_bias = Spec::bias;
     static constexpr bool relu = Spec::activation == linalg::activation::relu;
@@ -100,8 +137,10 @@ public:
     static constexpr std::size_t parameter_count = weight_shape::numel + (has_bias ? out_channels : 0);
     static constexpr std::size_t parameter_numel =
         padded_numel<storage>(weight_shape::numel) + (has_bias ? padded_numel<storage>(out_channels) : 0);
-    // the im2col columns, kept from the forward for the weight gradient
-    static constexpr std::size_t activation_bytes = keeps_columns ? columns_tensor::bytes : 0;
+    static constexpr linalg::activation activation = Spec::activation;
+    // the im2col columns, kept from the forward for the weight gradient (and
+    // what the operands keep: fake-quantized copies)
+    static constexpr std::size_t activation_bytes = (keeps_columns ? columns_tensor::bytes : 0) + Operands::bytes;
     // with a fused ReLU, the masked output gradient
     static constexpr std::size_t activation_gradient_bytes = relu ? y_matrix::numel * sizeof(storage) : 0;
 
@@ -128,18 +167,25 @@ public:
         const auto ym = contiguous_as<y_matrix>(y);
         input_ = xv.data();
         output_ = ym.data();
-        conv::conv2d_forward<geometry, groups, Spec::activation>(ym, columns(), xv, weight_.first, bias_or_none());
+        operands_.prepare(xv, weight_.first);
+        const auto [xo, wo] = operands_.operands(xv, weight_.first);
+        conv::conv2d_forward<geometry, groups, Spec::activation>(ym, columns(), xo, wo, bias_or_none());
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
     {
         const auto x = make_view<InShape, Place>(input_);
+        const auto [xo, wo] = operands_.operands(x, weight_.first);
         const auto dz = output_gradient(contiguous_as<y_matrix>(dy));
-        if constexpr (has_bias) conv::conv2d_backward_weights<geometry, groups>(weight_.second, bias_.second, dz, columns(), x);
-        else conv::conv2d_backward_weights<geometry, groups>(weight_.second, conv::no_bias{}, dz, columns(), x);
-        if constexpr (!is_no_input_gradient<DX>)
-            conv::conv2d_backward_input<geometry, groups>(contiguous_as<InShape>(dx), columns(), dz, weight_.first);
+        if constexpr (has_bias) conv::conv2d_backward_weights<geometry, groups>(weight_.second, bias_.second, dz, columns(), xo);
+        else conv::conv2d_backward_weights<geometry, groups>(weight_.second, conv::no_bias{}, dz, columns(), xo);
+        operands_.mask_weight_gradient(weight_.second, weight_.first);
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto dxv = contiguous_as<InShape>(dx);
+            conv::conv2d_backward_input<geometry, groups>(dxv, columns(), dz, wo);
+            operands_.mask_input_gradient(dxv, x);
+        }
     }
 
     template <class F>
@@ -148,6 +194,16 @@ public:
         f(prefix + "weight", weight_.first, weight_.second);
         if constexpr (has_bias) f(prefix + "bias", bias_.first, bias_.second);
     }
+
+    // The weight and (with one) the bias; what the GEMMs multiply.
+    auto weight() const { return weight_.first; }
+    auto bias() const
+        requires has_bias
+    {
+        return bias_.first;
+    }
+    Operands& operands() { return operands_; }
+    const Operands& operands() const { return operands_; }
 
 private:
     template <class Slice>
@@ -186,8 +242,23 @@ private:
     std::uint64_t weight_stream_, bias_stream_;
     std::conditional_t<keeps_columns, columns_tensor, none> columns_;
     std::conditional_t<relu, Tensor<storage, y_matrix, Place>, none> masked_;
+    [[no_unique_address]] Operands operands_;
     const storage* input_ = nullptr;
     const storage* output_ = nullptr;
+};
+
+namespace detail {
+
+// A precision policy may bring its own convolution layer (quantization-aware
+// training's fake-quantized one): it names it P::conv2d_layer<P, S, Place, Spec>.
+template <precision_policy P, class S, class Place, class Spec>
+struct conv2d_layer_for {
+    using type = conv2d_layer<P, S, Place, Spec>;
+};
+template <precision_policy P, class S, class Place, class Spec>
+    requires requires { typename P::template conv2d_layer<P, S, Place, Spec>; }
+struct conv2d_layer_for<P, S, Place, Spec> {
+    using type = typename P::template conv2d_layer<P, S, Place, Spec>;
 };
 
 }  // namespace detail
@@ -207,7 +278,7 @@ struct conv2d_unit {
     using output_shape = typename detail::conv2d_output<In, Out, Kernel, Stride, Padding, Dilation, Groups, S>::type;
 
     template <precision_policy P, class S, class Place>
-    using layer = detail::conv2d_layer<P, S, Place, conv2d_unit>;
+    using layer = typename detail::conv2d_layer_for<P, S, Place, conv2d_unit>::type;
 };
 
 template <std::size_t In, std::size_t Out, std::size_t Kernel, std::size_t Stride = 1, std::size_t Padding = 0,

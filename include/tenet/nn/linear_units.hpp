@@ -2,8 +2,10 @@
 // units at compile time, a type_list of linear_unit<In, Out, Act>: each
 // Linear (with the activation right after it) is one unit; Sequentials and
 // Checkpointed segments open; Dropout (the identity at inference) vanishes.
-// Inference forms that replace a model's Linears (quant::int8_model,
-// prune::sparse_model) build one unit per entry.
+// Inference forms that replace a model's Linears (prune::sparse_model)
+// build one unit per entry. leaf_specs_t<Spec> is the finer list beneath:
+// every leaf spec in order (Sequential's fused units as one leaf), one per
+// layer that model::for_each_layer visits (quant::int8_model walks it).
 //
 // Anything else is a compile error in the caller's words: the caller passes
 // Unsupported, a template over the offending layer spec whose reject()
@@ -89,6 +91,9 @@ struct fold<type_list<D...>, P, type_list<S, Rest...>, Unsupported> {
 };
 
 }  // namespace detail
+
+template <class Spec>
+using leaf_specs_t = typename detail::leaves<Spec>::type;
 
 template <class Spec, template <class> class Unsupported>
 using linear_units_t =

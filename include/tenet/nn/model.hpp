@@ -45,6 +45,7 @@ class model {
     static_assert(detail::check_layer_spec<Spec, P, In, Place>());
 
 public:
+    using spec = Spec;
     using policy = P;
     using storage_type = typename P::storage;
     using gradient_type = gradient_t<P>;
@@ -146,6 +147,9 @@ public:
     storage_type* parameters() { return values_.data(); }
     const storage_type* parameters() const { return values_.data(); }
     gradient_type* gradients() { return gradients_.data(); }
+    // The flat f32 store of every buffer (buffer_numel elements; null without any).
+    f32* buffers() { return buffers_.data(); }
+    const f32* buffers() const { return buffers_.data(); }
     const gradient_type* gradients() const { return gradients_.data(); }
 
     // f(name, value view, gradient view) for each parameter, in order;
@@ -307,19 +311,22 @@ private:
     bool training_ = true;
 };
 
-// Copies every parameter of `from` into `to`: the same spec under policies
-// with one storage type, in any two places (a trained model into its QAT
-// twin, or into a fresh model to prune and fine-tune).
+// Copies every parameter and buffer (BatchNorm's running statistics) of
+// `from` into `to`: the same spec under policies with one storage type, in
+// any two places (a trained model into its QAT twin, or into a fresh model
+// to prune and fine-tune).
 template <class To, class From>
 void copy_parameters(To& to, const From& from)
 {
     static_assert(std::is_same_v<typename To::storage_type, typename From::storage_type> &&
-                      To::flat_numel == From::flat_numel,
+                      To::flat_numel == From::flat_numel && To::buffer_numel == From::buffer_numel,
                   "tenet: copy_parameters: the models must hold the same parameters in the same storage "
                   "type (the same spec under policies with one storage type)");
-    constexpr std::size_t n = To::flat_numel;
+    constexpr std::size_t n = To::flat_numel, b = To::buffer_numel;
     copy(make_view<Shape<n>, typename To::place>(to.parameters()),
          make_view<Shape<n>, typename From::place>(from.parameters()));
+    if constexpr (b > 0)
+        copy(make_view<Shape<b>, typename To::place>(to.buffers()), make_view<Shape<b>, typename From::place>(from.buffers()));
 }
 
 }  // namespace tenet::nn

@@ -6,6 +6,10 @@
 // every kept one and are never revived, so a group may keep fewer than N.
 // NaN ranks above infinity, as in magnitude.hpp.
 //
+// A weight whose last extent is not a multiple of M is a compile error, or,
+// with prune::skip_misfits, left dense (as NVIDIA's ASP leaves a first
+// convolution of one input channel).
+//
 // One function decides a group, on the host and on the device (one thread per
 // group), so both give the same masks.
 #pragma once
@@ -17,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if TENET_CUDA_COMPILER
@@ -70,8 +75,14 @@ __global__ void __launch_bounds__(tenet::block_threads) n_of_m_kernel(const T* w
 
 }  // namespace detail
 
-template <std::size_t N, std::size_t M, class Model>
-void n_of_m(masks<Model>& m)
+// Passed to n_of_m, two_four and satisfies_n_of_m: weights that do not fit
+// the groups stay dense instead of failing to compile.
+struct skip_misfits_t {};
+inline constexpr skip_misfits_t skip_misfits{};
+
+template <std::size_t N, std::size_t M, class Model, class... Skip>
+    requires(sizeof...(Skip) == 0 || (std::is_same_v<Skip, skip_misfits_t> && ...))
+void n_of_m(masks<Model>& m, Skip...)
 {
     using place = typename masks<Model>::place;
     static_assert(0 < N && N < M && M <= 8, "tenet: prune::n_of_m<N, M>: needs 0 < N < M <= 8");
@@ -80,7 +91,8 @@ void n_of_m(masks<Model>& m)
     m.for_each([](const std::string&, auto weight, auto mask) {
         using shape = typename decltype(weight)::shape;
         if constexpr (shape::extents[shape::rank - 1] % M != 0) {
-            static_assert(tenet::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
+            if constexpr (sizeof...(Skip) == 0)
+                static_assert(tenet::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
         } else {
             constexpr std::size_t groups = shape::numel / M;
             if constexpr (host_accessible_v<place>) {
@@ -100,21 +112,26 @@ void n_of_m(masks<Model>& m)
 }
 
 // 2:4, the pattern sparse tensor cores accelerate.
-template <class Model>
-void two_four(masks<Model>& m)
+template <class Model, class... Skip>
+void two_four(masks<Model>& m, Skip... skip)
 {
-    n_of_m<2, 4>(m);
+    n_of_m<2, 4>(m, skip...);
 }
 
 // Every group of M along the last axis of every prunable parameter keeps at
-// most N (reads the masks back to the host).
-template <std::size_t N, std::size_t M, class Model>
-bool satisfies_n_of_m(const masks<Model>& m)
+// most N (reads the masks back to the host); with skip_misfits, of every one
+// whose last extent is a multiple of M.
+template <std::size_t N, std::size_t M, class Model, class... Skip>
+    requires(sizeof...(Skip) == 0 || (std::is_same_v<Skip, skip_misfits_t> && ...))
+bool satisfies_n_of_m(const masks<Model>& m, Skip...)
 {
     static_assert(0 < N && N < M, "tenet: prune::satisfies_n_of_m<N, M>: needs 0 < N < M");
     const std::vector<char> keep = m.to_host();
     for (const auto& p : m.prunable()) {
-        if (p.cols % M != 0) return false;
+        if (p.cols % M != 0) {
+            if (sizeof...(Skip) == 1) continue;
+            return false;
+        }
         for (std::size_t g = p.offset; g < p.offset + p.numel; g += M) {
             std::size_t kept = 0;
             for (std::size_t i = g; i < g + M; ++i) kept += keep[i] != 0;

@@ -59,28 +59,37 @@ double backward_difference(HostModel& host, DeviceModel& device, const DY& dy)
     return worst;
 }
 
+// Calibrates the same QAT model on the host and on the device (3 batches
+// from `seed`), converts both to int8: the second GEMM unit's accumulators
+// must be equal bit for bit, the logits within `tolerance`.
+template <class Spec, class In>
+void check_int8_on_device(std::uint64_t model_seed, std::uint64_t seed, double tolerance)
+{
+    nn::model<Spec, quant::qat<fp32>, In, Host> host(model_seed);
+    nn::model<Spec, quant::qat<fp32>, In, Device> device(model_seed);
+    quant::prepare_calibration(host);
+    quant::prepare_calibration(device);
+    for (std::uint64_t batch = 0; batch < 3; ++batch) {
+        const auto x = random_input<In>(seed + batch);
+        host.forward(x);
+        device.forward(testing::to_device(x));
+    }
+    quant::int8_model<Spec, In, Host> qh(host);
+    quant::int8_model<Spec, In, Device> qd(device);
+    const auto x = random_input<In>(seed + 100);
+    const auto& yh = qh.forward(x);
+    const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
+    const auto& acc_h = qh.template unit<1>().accumulators();
+    const auto acc_d = testing::to_host(qd.template unit<1>().accumulators());
+    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
+    CHECK(largest_difference(yh, yd) < tolerance);
+}
+
 }  // namespace
 
 TEST_CASE("int8 model on the device: IMMA accumulators and logits equal the host's")
 {
-    qat_model<Host> host(5);
-    qat_model<Device> device(5);
-    quant::prepare_calibration(host);
-    quant::prepare_calibration(device);
-    for (std::uint64_t batch = 0; batch < 3; ++batch) {
-        const auto x = random_input(100 + batch);
-        host.forward(x);
-        device.forward(testing::to_device(x));
-    }
-    quant::int8_model<spec, input, Host> qh(host);
-    quant::int8_model<spec, input, Device> qd(device);
-    const auto x = random_input(200);
-    const auto& yh = qh.forward(x);
-    const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
-    const auto& acc_h = qh.unit<1>().accumulators();
-    const auto acc_d = testing::to_host(qd.unit<1>().accumulators());
-    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
-    CHECK(largest_difference(yh, yd) < 1e-5);
+    check_int8_on_device<spec, input>(5, 100, 1e-5);
 }
 
 TEST_CASE("qat step on the device: fake-quantized forward and straight-through gradients equal the host's")
@@ -100,24 +109,7 @@ TEST_CASE("qat step on the device: fake-quantized forward and straight-through g
 
 TEST_CASE("int8 CNN on the device: convolution accumulators and logits equal the host's")
 {
-    nn::model<cnn, quant::qat<fp32>, image, Host> host(7);
-    nn::model<cnn, quant::qat<fp32>, image, Device> device(7);
-    quant::prepare_calibration(host);
-    quant::prepare_calibration(device);
-    for (std::uint64_t batch = 0; batch < 3; ++batch) {
-        const auto x = random_input<image>(400 + batch);
-        host.forward(x);
-        device.forward(testing::to_device(x));
-    }
-    quant::int8_model<cnn, image, Host> qh(host);
-    quant::int8_model<cnn, image, Device> qd(device);
-    const auto x = random_input<image>(500);
-    const auto& yh = qh.forward(x);
-    const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
-    const auto& acc_h = qh.unit<1>().accumulators();
-    const auto acc_d = testing::to_host(qd.unit<1>().accumulators());
-    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
-    CHECK(largest_difference(yh, yd) < 1e-4);
+    check_int8_on_device<cnn, image>(7, 400, 1e-4);
 }
 
 TEST_CASE("qat step of a CNN on the device: gradients equal the host's")

@@ -3,7 +3,7 @@
 // padded and masked), batch 256, AdamW(lr 1e-3, weight decay 1e-2), softmax
 // cross-entropy, f32 (and bf16_mixed for reference). One warm-up epoch, then
 // the median of 3, printed as the peers print theirs: one JSON line per mode.
-//   bench_host_train_epoch [--model mlp|cnn] [--samples N]
+//   bench_host_train_epoch [--model mlp|cnn] [--samples N] [--policy all|f32|bf16_mixed]
 // mlp: 784-256-128-10 (ReLU), all 60000 samples. cnn: the Fashion-MNIST
 // example's CNN (conv 3x3 32 + ReLU + BatchNorm + max pool, conv 3x3 64 +
 // ReLU + BatchNorm + max pool, dropout 0.25, dense 128 + ReLU, dense 10) on
@@ -59,19 +59,21 @@ void run(const char* model, const char* mode, const data::mnist_split& train_set
 int main(int argc, char** argv)
 {
     std::string model = "mlp";
+    std::string policy = "all";
     std::size_t samples = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--model") == 0) model = argv[i + 1];
         else if (std::strcmp(argv[i], "--samples") == 0) samples = std::stoul(argv[i + 1]);
+        else if (std::strcmp(argv[i], "--policy") == 0) policy = argv[i + 1];
     }
     data::mnist_dataset set = data::load_mnist(data::fashion_mnist_dir);
     if (model == "cnn") {
         set.train = data::subset(set.train, samples ? samples : 10240);
-        run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train);
-        run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train);
+        if (policy != "bf16_mixed") run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train);
+        if (policy != "f32") run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train);
     } else {
         if (samples) set.train = data::subset(set.train, samples);
-        run<mlp, Shape<batch, 784>, fp32>("mlp", "host-f32", set.train);
-        run<mlp, Shape<batch, 784>, bf16_mixed>("mlp", "host-bf16_mixed", set.train);
+        if (policy != "bf16_mixed") run<mlp, Shape<batch, 784>, fp32>("mlp", "host-f32", set.train);
+        if (policy != "f32") run<mlp, Shape<batch, 784>, bf16_mixed>("mlp", "host-bf16_mixed", set.train);
     }
 }

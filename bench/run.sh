@@ -9,7 +9,7 @@
 # PyTorch AMP); device parts print "skipped: no CUDA device" without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
-tenet_install_packages python3 python3-venv libdnnl-dev
+tenet_install_packages python3 python3-venv
 
 dir="$TENET_ROOT/build/bench"
 tenet_configure "$dir" -DTENET_CUDA=ON -DTENET_BUILD_TESTS=OFF -DTENET_BUILD_EXAMPLES=OFF -DTENET_BUILD_BENCH=ON \

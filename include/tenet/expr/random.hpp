@@ -42,7 +42,13 @@ struct philox_stream {
                               static_cast<std::uint32_t>(offset), static_cast<std::uint32_t>(offset >> 32)},
                              {static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
     }
-    TENET_HD constexpr std::uint32_t word(std::uint64_t i) const { return block(i)[i % 4]; }
+    // (a select, not an indexed load: the host loop vectorises across elements)
+    TENET_HD constexpr std::uint32_t word(std::uint64_t i) const
+    {
+        const philox_block b = block(i);
+        const unsigned k = static_cast<unsigned>(i % 4);
+        return k == 0 ? b[0] : k == 1 ? b[1] : k == 2 ? b[2] : b[3];
+    }
 };
 
 // 24 random bits as a float in [0, 1), exactly.

@@ -6,12 +6,13 @@
 // last), the bias [OutChannels]; both start as PyTorch's do (U(-1/sqrt(fan_in),
 // 1/sqrt(fan_in)), fan_in = InChannels / Groups * Kernel^2).
 //
-// The convolution is lowered onto the GEMM (conv/conv2d.hpp): the layer keeps
-// its im2col columns from the forward for the weight gradient and reuses the
-// buffer for the input gradient's columns. Inside Sequential, a Conv2d
-// followed by ReLU is one unit: the ReLU runs in the GEMM's epilogue pattern,
-// and the backward masks the output gradient by y > 0 once, without a layer
-// of its own in between. A precision policy may substitute the GEMMs'
+// The layer runs its convolution on a conv::conv2d_engine: oneDNN's plan on
+// the host in f32 (built once, at construction), else the im2col + GEMM
+// lowering, which keeps its columns from the forward for the weight gradient.
+// Inside Sequential, a Conv2d followed by ReLU is one unit: the ReLU runs in
+// the engine's forward (a post-op, or the GEMM's epilogue pattern), and the
+// backward masks the output gradient by y > 0 once, without a layer of its
+// own in between. A precision policy may substitute the GEMMs'
 // operands (conv2d_layer's Operands: quantization-aware training multiplies
 // fake-quantized copies) or the whole layer (P::conv2d_layer).
 #pragma once
@@ -123,8 +124,7 @@ class conv2d_layer {
     using y_matrix = Shape<geometry::positions, out_channels>;
     static constexpr bool has_bias = Spec::bias;
     static constexpr bool relu = Spec::activation == linalg::activation::relu;
-    static constexpr bool keeps_columns = !conv::reads_input_as_columns<geometry, groups>;
-    using columns_tensor = Tensor<storage, conv::columns_shape<geometry, groups>, Place>;
+    using engine = conv::conv2d_engine<geometry, groups, out_channels, Spec::activation, has_bias, storage, gradient, Place>;
     using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<weight_shape, Place>());
     using bias_views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<out_channels>, Place>());
     struct none {};
@@ -138,9 +138,9 @@ public:
     static constexpr std::size_t parameter_numel =
         padded_numel<storage>(weight_shape::numel) + (has_bias ? padded_numel<storage>(out_channels) : 0);
     static constexpr linalg::activation activation = Spec::activation;
-    // the im2col columns, kept from the forward for the weight gradient (and
-    // what the operands keep: fake-quantized copies)
-    static constexpr std::size_t activation_bytes = (keeps_columns ? columns_tensor::bytes : 0) + Operands::bytes;
+    // what the engine keeps from the forward for the weight gradient (the
+    // lowering's im2col columns) and what the operands keep (fake-quantized copies)
+    static constexpr std::size_t activation_bytes = engine::kept_bytes + Operands::bytes;
     // with a fused ReLU, the masked output gradient
     static constexpr std::size_t activation_gradient_bytes = relu ? y_matrix::numel * sizeof(storage) : 0;
 
@@ -169,7 +169,7 @@ public:
         output_ = ym.data();
         operands_.prepare(xv, weight_.first);
         const auto [xo, wo] = operands_.operands(xv, weight_.first);
-        conv::conv2d_forward<geometry, groups, Spec::activation>(ym, columns(), xo, wo, bias_or_none());
+        engine_.forward(ym, xo, wo, bias_or_none());
     }
 
     template <class DY, class DX, class Prev>
@@ -178,14 +178,14 @@ public:
         const auto x = make_view<InShape, Place>(input_);
         const auto [xo, wo] = operands_.operands(x, weight_.first);
         const auto dz = output_gradient(contiguous_as<y_matrix>(dy));
-        if constexpr (has_bias) conv::conv2d_backward_weights<geometry, groups>(weight_.second, bias_.second, dz, columns(), xo);
-        else conv::conv2d_backward_weights<geometry, groups>(weight_.second, conv::no_bias{}, dz, columns(), xo);
-        operands_.mask_weight_gradient(weight_.second, weight_.first);
-        if constexpr (!is_no_input_gradient<DX>) {
+        if constexpr (is_no_input_gradient<DX>) {
+            engine_.backward(dz, xo, wo, weight_.second, bias_gradient_or_none(), conv::no_input_gradient{});
+        } else {
             const auto dxv = contiguous_as<InShape>(dx);
-            conv::conv2d_backward_input<geometry, groups>(dxv, columns(), dz, wo);
+            engine_.backward(dz, xo, wo, weight_.second, bias_gradient_or_none(), dxv);
             operands_.mask_input_gradient(dxv, x);
         }
+        operands_.mask_weight_gradient(weight_.second, weight_.first);
     }
 
     template <class F>
@@ -219,10 +219,10 @@ private:
         else return conv::no_bias{};
     }
 
-    auto columns()
+    auto bias_gradient_or_none() const
     {
-        if constexpr (keeps_columns) return columns_.view();
-        else return none{};
+        if constexpr (has_bias) return bias_.second;
+        else return conv::no_bias{};
     }
 
     // dy, or with a fused ReLU dy where the output was positive.
@@ -240,7 +240,7 @@ private:
     views weight_;
     std::conditional_t<has_bias, bias_views, none> bias_;
     std::uint64_t weight_stream_, bias_stream_;
-    std::conditional_t<keeps_columns, columns_tensor, none> columns_;
+    engine engine_;
     std::conditional_t<relu, Tensor<storage, y_matrix, Place>, none> masked_;
     [[no_unique_address]] Operands operands_;
     const storage* input_ = nullptr;

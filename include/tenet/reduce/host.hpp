@@ -29,32 +29,42 @@ typename Op::accumulator host_reduce_row(const In& in, std::size_t row, std::siz
     return acc;
 }
 
-// A few long rows are walked side by side, a group of rows at a time: element
-// r of every row in the group, then r + 1. Rows adjacent in memory (a column
-// reduction: [R, C] summed over R, as BatchNorm's statistics) are then read
-// as whole cache lines, where row by row each line would be read once per
-// row. Each row still adds its elements in order: the sums are the same.
-inline constexpr std::size_t host_side_by_side_rows = 256, host_side_by_side_group = 16;
+// A few long rows are walked side by side: element r of every row, then
+// r + 1. Rows adjacent in memory (a column reduction: [R, C] summed over R,
+// as BatchNorm's statistics) are then read as whole cache lines, the rows
+// are the vector lanes, and each core streams its own contiguous part. The
+// rows' elements are cut into fixed blocks of host_reduce_block (whatever
+// the number of cores), each block reduced in order, and the blocks'
+// partial results combined in order: the same result on every run.
+inline constexpr std::size_t host_side_by_side_rows = 256;
 
 template <class Op, class Axes, class Dst, class In>
 void host_reduce_side_by_side(const Dst& dst, const In& in)
 {
     using map = index_map<typename Axes::layout>;
     using index = index_for<Axes::layout::shape::numel>;
-    constexpr std::size_t rows = Axes::rows, length = Axes::row_length, group = host_side_by_side_group;
-    constexpr std::size_t groups = (rows + group - 1) / group;
+    using accumulator = typename Op::accumulator;
+    constexpr std::size_t rows = Axes::rows, length = Axes::row_length;
+    constexpr std::size_t blocks = (length + host_reduce_block - 1) / host_reduce_block;
+    std::vector<accumulator> partial(blocks * rows);
     const Op op{};
-    TENET_OMP_PARALLEL_FOR_IF(groups > 1)
-    for (std::size_t g = 0; g < groups; ++g) {
-        const std::size_t first = g * group, count = rows - first < group ? rows - first : group;
-        typename Op::accumulator acc[group];
-        for (std::size_t j = 0; j < count; ++j) acc[j] = Op::identity();
-        for (std::size_t r = 0; r < length; ++r)
-            for (std::size_t j = 0; j < count; ++j)
-                acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>((first + j) * length + r))),
+    TENET_OMP_PARALLEL_FOR_IF(blocks > 1)
+    for (std::size_t b = 0; b < blocks; ++b) {
+        accumulator acc[rows];
+        for (std::size_t j = 0; j < rows; ++j) acc[j] = Op::identity();
+        const std::size_t end = (b + 1) * host_reduce_block < length ? (b + 1) * host_reduce_block : length;
+        for (std::size_t r = b * host_reduce_block; r < end; ++r) {
+            TENET_SIMD_LOOP
+            for (std::size_t j = 0; j < rows; ++j)
+                acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>(j * length + r))),
                                              static_cast<long long>(r)));
-        for (std::size_t j = 0; j < count; ++j)
-            dst.store(static_cast<index_for<rows>>(first + j), Op::finalize(acc[j], static_cast<long long>(length)));
+        }
+        for (std::size_t j = 0; j < rows; ++j) partial[b * rows + j] = acc[j];
+    }
+    for (std::size_t j = 0; j < rows; ++j) {
+        accumulator acc = partial[j];
+        for (std::size_t b = 1; b < blocks; ++b) acc = op(acc, partial[b * rows + j]);
+        dst.store(static_cast<index_for<rows>>(j), Op::finalize(acc, static_cast<long long>(length)));
     }
 }
 

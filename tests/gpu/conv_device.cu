@@ -3,10 +3,13 @@
 // 1x1, the fused conv+ReLU unit, both pools, global pooling, BatchNorm2d
 // with batch and running statistics, Flatten) and a CNN under fp32,
 // bf16_mixed and fp16_mixed; then a CNN trained by a trainer whose steps are
-// captured as a CUDA Graph and replayed, against eager host steps.
+// captured as a CUDA Graph and replayed, against eager host steps; and
+// cuDNN's plan (f32 device convolutions) replayed by a CUDA Graph.
 #include "model_compare.hpp"
 
+#include <cstring>
 #include <ratio>
+#include <type_traits>
 #include <vector>
 
 using namespace tenet;
@@ -113,3 +116,52 @@ TEST_CASE("a CNN trained with CUDA Graph replays follows eager host training, ru
     current_stream().synchronize();
     CHECK(testing::relative_error(yd.data(), host.forward(x).data(), 320) <= 1e-3);
 }
+
+#if defined(TENET_WITH_CUDNN)
+// Device f32 convolutions run on cuDNN; a mixed policy's (f32 weight
+// gradients of 16-bit activations) on the lowering.
+static_assert(conv::runs_on_cudnn<f32, f32, Device> && !conv::runs_on_cudnn<bf16, f32, Device> &&
+              !conv::runs_on_cudnn<f32, f32, Host>);
+
+TEST_CASE("cuDNN's convolution plan: built at construction, replayed by a CUDA Graph with the eager bits")
+{
+    using G = conv::window_geometry<Shape<8, 14, 14, 32>, 3, 1, 1>;
+    using Y = Shape<G::positions, 64>;
+    conv::cudnn_engine<G, 1, 64, linalg::activation::relu, true, f32> engine;
+    CHECK(engine.workspace_bytes() > 0);
+    Tensor<f32, Shape<8, 14, 14, 32>, Device> x, dx_eager, dx_replay;
+    Tensor<f32, Shape<64, 3, 3, 32>, Device> w, dw_eager, dw_replay;
+    Tensor<f32, Shape<64>, Device> b, db_eager, db_replay;
+    Tensor<f32, Y, Device> y_eager, y_replay, dz;
+    x = random_normal<Shape<8, 14, 14, 32>>(1, 0);
+    w = random_normal<Shape<64, 3, 3, 32>>(2, 0) * 0.1f;
+    b = random_normal<Shape<64>>(3, 0);
+    dz = random_normal<Y>(4, 0);
+    auto step = [&](auto& y, auto& dx, auto& dw, auto& db) {
+        engine.forward(y.view(), x.view(), w.view(), b.view());
+        engine.backward(dz.view(), x.view(), w.view(), dw.view(), db.view(), dx.view());
+    };
+    step(y_eager, dx_eager, dw_eager, db_eager);
+    stream s;
+    train::cuda_graph graph;
+    {
+        stream_scope scope(s);
+        graph.capture(s, [&] { step(y_replay, dx_replay, dw_replay, db_replay); });
+    }
+    for (int replay = 0; replay < 3; ++replay) graph.launch(s);
+    s.synchronize();
+    current_stream().synchronize();
+    auto same_bits = [](const auto& a, const auto& b) {
+        using T = std::remove_cvref_t<decltype(a)>;
+        Tensor<f32, typename T::shape, Host> ha, hb;
+        copy(ha, a);
+        copy(hb, b);
+        current_stream().synchronize();
+        return std::memcmp(ha.data(), hb.data(), T::shape::numel * sizeof(f32)) == 0;
+    };
+    CHECK(same_bits(y_eager, y_replay));
+    CHECK(same_bits(dx_eager, dx_replay));
+    CHECK(same_bits(dw_eager, dw_replay));
+    CHECK(same_bits(db_eager, db_replay));
+}
+#endif

@@ -7,9 +7,12 @@
 //     kept_bytes                          what it keeps from the forward
 // (b, db: no_bias without one; y and dz are [M, Cout] matrices, x and dx
 // NHWC.) On the host in f32, with oneDNN built in (TENET_WITH_ONEDNN), it is
-// oneDNN's plan (onednn_conv2d.hpp), chosen by bench_host_conv; everywhere
-// else (the device, 16-bit and f64 storage, a build without oneDNN) it is
-// the im2col + GEMM lowering of conv2d.hpp, which owns its column buffer.
+// oneDNN's plan (onednn_conv2d.hpp), chosen by bench_host_conv; on the
+// device, with cuDNN (TENET_WITH_CUDNN) and gradients in the storage type,
+// cuDNN's plan (cudnn_conv2d.hpp); everywhere else (16-bit mixed policies on
+// the device, 16-bit and f64 storage on the host, builds without either
+// library) the im2col + GEMM lowering of conv2d.hpp, which owns its column
+// buffer.
 #pragma once
 
 #include "conv2d.hpp"
@@ -17,6 +20,7 @@
 #if defined(TENET_WITH_ONEDNN)
 #include "onednn_conv2d.hpp"
 #endif
+#include "cudnn_conv2d.hpp"
 
 #include <type_traits>
 
@@ -94,15 +98,7 @@ private:
         else return b.data();
     }
 
-    static conv2d_problem problem()
-    {
-        auto l = [](std::size_t v) { return static_cast<long>(v); };
-        return {l(G::batch),      l(G::height), l(G::width),  l(G::channels), l(G::out_height), l(G::out_width),
-                l(OutChannels),   l(G::kernel), l(G::stride), l(G::padding),  l(G::dilation),   l(Groups),
-                Bias,             Act == linalg::activation::relu};
-    }
-
-    onednn_conv2d plan_{problem()};
+    onednn_conv2d plan_{problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>()};
 };
 
 template <class T, class Grad, class Place>
@@ -115,17 +111,85 @@ inline constexpr bool runs_on_onednn = false;
 
 #endif
 
+#if TENET_CUDA_COMPILER && defined(TENET_WITH_CUDNN)
+
+template <class T>
+constexpr cudnnDataType_t cudnn_type_of()
+{
+    if constexpr (std::is_same_v<T, f32>) return CUDNN_DATA_FLOAT;
+    else if constexpr (std::is_same_v<T, f16>) return CUDNN_DATA_HALF;
+    else return CUDNN_DATA_BFLOAT16;
+}
+
+// cuDNN's plan as an engine (the device): the convolution itself on cuDNN,
+// then the bias and activation as one fused elementwise pass, the bias
+// gradient as tenet's column sum. It keeps nothing: the weight gradient
+// reads the caller's x.
+template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T>
+class cudnn_engine {
+public:
+    static constexpr std::size_t kept_bytes = 0;
+
+    template <class Y, class X, class W, class B>
+    void forward(const Y& y, const X& x, const W& w, const B& b)
+    {
+        plan_.forward(x.data(), w.data(), y.data(), current_stream());
+        if constexpr (Bias) assign(y, detail::activate<Act>(y + b));
+        else if constexpr (Act != linalg::activation::none) assign(y, detail::activate<Act>(y));
+    }
+
+    template <class DZ, class X, class W, class DW, class DB, class DX>
+    void backward(const DZ& dz, const X& x, const W& w, const DW& dw, const DB& db, const DX& dx)
+    {
+        plan_.backward_filter(x.data(), dz.data(), dw.data(), current_stream());
+        if constexpr (Bias) assign(db, sum<0>(dz));
+        if constexpr (!std::is_same_v<DX, no_input_gradient>) plan_.backward_data(dz.data(), w.data(), dx.data(), current_stream());
+    }
+
+    std::size_t workspace_bytes() const { return plan_.workspace_bytes(); }
+
+private:
+    cudnn_conv2d plan_{problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>(), cudnn_type_of<T>()};
+};
+
+// Device convolutions whose gradients are kept in the storage type run on
+// cuDNN; a mixed policy's f32 weight gradient of 16-bit activations stays
+// on the lowering (cuBLASLt), whose GEMM writes it in f32.
+template <class T, class Grad, class Place>
+inline constexpr bool runs_on_cudnn = !host_accessible_v<Place> && std::is_same_v<T, Grad> &&
+                                      (std::is_same_v<T, f32> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>);
+
+#else
+
+template <class T, class Grad, class Place>
+inline constexpr bool runs_on_cudnn = false;
+
+#endif
+
 namespace detail {
 
-template <bool OneDNN, class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias,
+enum class conv_engine_kind { gemm, onednn, cudnn };
+
+template <class T, class Grad, class Place>
+inline constexpr conv_engine_kind engine_kind = runs_on_onednn<T, Grad, Place>  ? conv_engine_kind::onednn
+                                                : runs_on_cudnn<T, Grad, Place> ? conv_engine_kind::cudnn
+                                                                                : conv_engine_kind::gemm;
+
+template <conv_engine_kind Kind, class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias,
           class T, class Place>
 struct engine_for {
     using type = gemm_conv2d<G, Groups, OutChannels, Act, T, Place>;
 };
 #if defined(TENET_WITH_ONEDNN)
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
-struct engine_for<true, G, Groups, OutChannels, Act, Bias, T, Place> {
+struct engine_for<conv_engine_kind::onednn, G, Groups, OutChannels, Act, Bias, T, Place> {
     using type = onednn_engine<G, Groups, OutChannels, Act, Bias>;
+};
+#endif
+#if TENET_CUDA_COMPILER && defined(TENET_WITH_CUDNN)
+template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
+struct engine_for<conv_engine_kind::cudnn, G, Groups, OutChannels, Act, Bias, T, Place> {
+    using type = cudnn_engine<G, Groups, OutChannels, Act, Bias, T>;
 };
 #endif
 
@@ -134,6 +198,6 @@ struct engine_for<true, G, Groups, OutChannels, Act, Bias, T, Place> {
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Grad,
           class Place>
 using conv2d_engine =
-    typename detail::engine_for<runs_on_onednn<T, Grad, Place>, G, Groups, OutChannels, Act, Bias, T, Place>::type;
+    typename detail::engine_for<detail::engine_kind<T, Grad, Place>, G, Groups, OutChannels, Act, Bias, T, Place>::type;
 
 }  // namespace tenet::conv

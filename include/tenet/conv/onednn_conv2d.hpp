@@ -18,6 +18,7 @@
 #pragma once
 
 #include "../memory/error.hpp"
+#include "conv2d_problem.hpp"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -32,14 +33,6 @@
 static_assert(DNNL_VERSION_MAJOR == 2, "tenet: the host convolution is written for oneDNN 2.x (Debian 12's libdnnl-dev)");
 
 namespace tenet::conv {
-
-// One convolution's sizes at run time (an NHWC input, a square window).
-struct conv2d_problem {
-    long batch, height, width, in_channels;
-    long out_height, out_width, out_channels;
-    long kernel, stride, padding, dilation, groups;
-    bool bias, relu;
-};
 
 // A oneDNN call failed; the message says what tenet asked of it.
 class onednn_error : public error {
@@ -218,15 +211,6 @@ private:
         H h = nullptr;
         check(what, make(&h, args...));
         return h;
-    }
-
-    static std::string describe(const conv2d_problem& p)
-    {
-        auto s = [](long v) { return std::to_string(v); };
-        return "(input " + s(p.batch) + "x" + s(p.height) + "x" + s(p.width) + "x" + s(p.in_channels) + ", output " +
-               s(p.out_height) + "x" + s(p.out_width) + "x" + s(p.out_channels) + ", kernel " + s(p.kernel) +
-               ", stride " + s(p.stride) + ", padding " + s(p.padding) + ", dilation " + s(p.dilation) + ", groups " +
-               s(p.groups) + ")";
     }
 
     static memory_desc strided(std::initializer_list<long> dims, std::initializer_list<long> strides)

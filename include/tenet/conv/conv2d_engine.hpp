@@ -8,11 +8,10 @@
 // (b, db: no_bias without one; y and dz are [M, Cout] matrices, x and dx
 // NHWC.) On the host in f32, with oneDNN built in (TENET_WITH_ONEDNN), it is
 // oneDNN's plan (onednn_conv2d.hpp), chosen by bench_host_conv; on the
-// device, with cuDNN (TENET_WITH_CUDNN) and gradients in the storage type,
-// cuDNN's plan (cudnn_conv2d.hpp); everywhere else (16-bit mixed policies on
-// the device, 16-bit and f64 storage on the host, builds without either
-// library) the im2col + GEMM lowering of conv2d.hpp, which owns its column
-// buffer.
+// device in f32, with cuDNN (TENET_WITH_CUDNN), cuDNN's plan
+// (cudnn_conv2d.hpp); everywhere else (16-bit mixed policies on the device,
+// 16-bit and f64 storage on the host, builds without either library) the
+// im2col + GEMM lowering of conv2d.hpp, which owns its column buffer.
 #pragma once
 
 #include "conv2d.hpp"
@@ -31,6 +30,12 @@ struct no_input_gradient {};
 
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, class T, class Place>
 class gemm_conv2d {
+#if defined(TENET_WITH_CUDNN) && !TENET_CUDA_COMPILER
+    // CUDA translation units run f32 device convolutions on cuDNN: a host
+    // compiler's unit must not build the same layer type differently.
+    static_assert(host_accessible_v<Place>,
+                  "tenet: a device convolution layer must be compiled as CUDA (nvcc): that is where it runs on cuDNN");
+#endif
     static constexpr bool keeps_columns = !reads_input_as_columns<G, Groups>;
     using columns_tensor = Tensor<T, columns_shape<G, Groups>, Place>;
     struct none {};
@@ -113,19 +118,11 @@ inline constexpr bool runs_on_onednn = false;
 
 #if TENET_CUDA_COMPILER && defined(TENET_WITH_CUDNN)
 
-template <class T>
-constexpr cudnnDataType_t cudnn_type_of()
-{
-    if constexpr (std::is_same_v<T, f32>) return CUDNN_DATA_FLOAT;
-    else if constexpr (std::is_same_v<T, f16>) return CUDNN_DATA_HALF;
-    else return CUDNN_DATA_BFLOAT16;
-}
-
-// cuDNN's plan as an engine (the device): the convolution itself on cuDNN,
-// then the bias and activation as one fused elementwise pass, the bias
-// gradient as tenet's column sum. It keeps nothing: the weight gradient
+// cuDNN's plan as an engine (the device, f32): the convolution itself on
+// cuDNN, then the bias and activation as one fused elementwise pass, the
+// bias gradient as tenet's column sum. It keeps nothing: the weight gradient
 // reads the caller's x.
-template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T>
+template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias>
 class cudnn_engine {
 public:
     static constexpr std::size_t kept_bytes = 0;
@@ -133,6 +130,7 @@ public:
     template <class Y, class X, class W, class B>
     void forward(const Y& y, const X& x, const W& w, const B& b)
     {
+        detail::require_separate(y, x);
         plan_.forward(x.data(), w.data(), y.data(), current_stream());
         if constexpr (Bias) assign(y, detail::activate<Act>(y + b));
         else if constexpr (Act != linalg::activation::none) assign(y, detail::activate<Act>(y));
@@ -143,21 +141,23 @@ public:
     {
         plan_.backward_filter(x.data(), dz.data(), dw.data(), current_stream());
         if constexpr (Bias) assign(db, sum<0>(dz));
-        if constexpr (!std::is_same_v<DX, no_input_gradient>) plan_.backward_data(dz.data(), w.data(), dx.data(), current_stream());
+        if constexpr (!std::is_same_v<DX, no_input_gradient>) {
+            detail::require_separate(dx, dz);
+            plan_.backward_data(dz.data(), w.data(), dx.data(), current_stream());
+        }
     }
 
     std::size_t workspace_bytes() const { return plan_.workspace_bytes(); }
 
 private:
-    cudnn_conv2d plan_{problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>(), cudnn_type_of<T>()};
+    cudnn_conv2d plan_{problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>(), CUDNN_DATA_FLOAT};
 };
 
-// Device convolutions whose gradients are kept in the storage type run on
-// cuDNN; a mixed policy's f32 weight gradient of 16-bit activations stays
-// on the lowering (cuBLASLt), whose GEMM writes it in f32.
+// f32 device convolutions run on cuDNN. A mixed policy's f32 weight
+// gradient of 16-bit activations stays on the lowering (cuBLASLt), whose
+// GEMM writes it in f32 and adds the bias before rounding to 16 bits.
 template <class T, class Grad, class Place>
-inline constexpr bool runs_on_cudnn = !host_accessible_v<Place> && std::is_same_v<T, Grad> &&
-                                      (std::is_same_v<T, f32> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>);
+inline constexpr bool runs_on_cudnn = !host_accessible_v<Place> && std::is_same_v<T, f32> && std::is_same_v<Grad, f32>;
 
 #else
 
@@ -189,7 +189,7 @@ struct engine_for<conv_engine_kind::onednn, G, Groups, OutChannels, Act, Bias, T
 #if TENET_CUDA_COMPILER && defined(TENET_WITH_CUDNN)
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
 struct engine_for<conv_engine_kind::cudnn, G, Groups, OutChannels, Act, Bias, T, Place> {
-    using type = cudnn_engine<G, Groups, OutChannels, Act, Bias, T>;
+    using type = cudnn_engine<G, Groups, OutChannels, Act, Bias>;
 };
 #endif
 

@@ -6,8 +6,9 @@
 // tenet's layouts as they are (NHWC activations, [Cout, K, K, Cin / Groups]
 // weights, which is cuDNN's KRSC; groups follow from the weight's input
 // channels), each with the execution plan of the first engine cuDNN's
-// heuristics rank that is deterministic and, in f32, keeps f32 arithmetic
-// (no TF32 tensor cores; f16 and bf16 take tensor cores); one workspace, the
+// heuristics rank (mode A, then the fallback list) that is deterministic,
+// accumulates in full precision and, in f32, has no numerical note at all
+// (no TF32 tensor cores, FFT or Winograd); one workspace, the
 // largest the three plans ask for, allocated with the plan. A call binds the
 // pointers (a variant pack) and enqueues the plan on the current stream: no
 // allocation, no synchronisation, so CUDA Graph capture records it and a
@@ -26,6 +27,8 @@
 #include "conv2d_problem.hpp"
 
 #include <cudnn.h>
+
+static_assert(CUDNN_MAJOR >= 9, "tenet: device convolutions are written for cuDNN 9's graph API");
 
 #include <algorithm>
 #include <array>
@@ -137,7 +140,7 @@ class cudnn_conv2d {
     static constexpr std::int64_t alignment = 16;
 
     struct plan {
-        detail::cudnn_descriptor descriptor;
+        detail::cudnn_descriptor config, descriptor;  // (the engine configuration lives as long as its plan)
         std::int64_t workspace = 0;
     };
 
@@ -164,8 +167,11 @@ public:
                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
                         io, f32);
-        const std::int64_t largest = std::max({forward_.workspace, data_.workspace, filter_.workspace, std::int64_t{0}});
-        workspace_ = buffer<std::byte, Device>(static_cast<std::size_t>(largest) + 1, current_stream());
+        workspace_bytes_ =
+            static_cast<std::size_t>(std::max({forward_.workspace, data_.workspace, filter_.workspace, std::int64_t{0}}));
+        workspace_ = buffer<std::byte, Device>(workspace_bytes_ + 1, current_stream());
+        // the allocation is ordered on this stream; calls may come on others
+        current_stream().synchronize();
     }
 
     // y = conv(x, w) (NHWC x and y, KRSC w), enqueued on s.
@@ -178,7 +184,8 @@ public:
         run("backward filter", filter_, x, dw, dy, s);
     }
 
-    std::size_t workspace_bytes() const { return workspace_.size(); }
+    // What the three plans asked for.
+    std::size_t workspace_bytes() const { return workspace_bytes_; }
 
 private:
     // NHWC as strides over cuDNN's logical NCHW; KRSC over KCRS.
@@ -228,7 +235,8 @@ private:
     }
 
     // Whether an engine configuration keeps tenet's numerics: deterministic,
-    // and in f32 without tensor cores or inputs converted down.
+    // accumulating in full precision, and in f32 without tensor cores (TF32),
+    // inputs converted down, FFT or Winograd.
     static bool acceptable(const detail::cudnn_descriptor& config, bool f32)
     {
         detail::cudnn_descriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
@@ -243,10 +251,9 @@ private:
                                                      static_cast<std::int64_t>(notes.size()), &count, notes.data()));
         for (std::int64_t i = 0; i < count; ++i) {
             const auto n = notes[static_cast<std::size_t>(i)];
-            if (n == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC) return false;
-            if (f32 && (n == CUDNN_NUMERICAL_NOTE_TENSOR_CORE || n == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS ||
-                        n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION))
+            if (n == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC || n == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
                 return false;
+            if (f32 && n != CUDNN_NUMERICAL_NOTE_STRICT_NAN_PROP) return false;
         }
         return true;
     }
@@ -272,39 +279,48 @@ private:
             .set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &h)
             .finalize(what + ": the graph");
 
-        const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-        detail::cudnn_descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-        heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
-            .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode)
-            .finalize(what + ": the heuristics");
-        std::int64_t count = 0;
-        detail::check_cudnn(what + ": count the engines",
-                            cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
-        std::vector<detail::cudnn_descriptor> configs;
-        std::vector<cudnnBackendDescriptor_t> raw;
-        for (std::int64_t i = 0; i < count; ++i) {
-            configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-            raw.push_back(configs.back().get());
-        }
-        detail::check_cudnn(what + ": read the engines",
-                            cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
-        for (std::int64_t i = 0; i < count; ++i) {
-            const detail::cudnn_descriptor& config = configs[static_cast<std::size_t>(i)];
-            if (!acceptable(config, f32)) continue;
-            plan p{detail::cudnn_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)};
-            p.descriptor.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &h)
-                .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
-            if (cudnnBackendFinalize(p.descriptor.get()) != CUDNN_STATUS_SUCCESS) continue;  // the next engine
-            std::int64_t n = 0;
-            detail::check_cudnn(what + ": the workspace size",
-                                cudnnBackendGetAttribute(p.descriptor.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                                         CUDNN_TYPE_INT64, 1, &n, &p.workspace));
-            return p;
+        cudnnStatus_t last = CUDNN_STATUS_SUCCESS;
+        std::int64_t ranked = 0;
+        // mode A's ranking first; where it offers nothing acceptable, the fallback list
+        for (const cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+            detail::cudnn_descriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+            heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
+                .set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode)
+                .finalize(what + ": the heuristics");
+            std::int64_t count = 0;
+            detail::check_cudnn(what + ": count the engines",
+                                cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr));
+            std::vector<detail::cudnn_descriptor> configs;
+            std::vector<cudnnBackendDescriptor_t> raw;
+            for (std::int64_t i = 0; i < count; ++i) {
+                configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+                raw.push_back(configs.back().get());
+            }
+            detail::check_cudnn(what + ": read the engines",
+                                cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, raw.data()));
+            ranked += count;
+            for (std::int64_t i = 0; i < count; ++i) {
+                detail::cudnn_descriptor& config = configs[static_cast<std::size_t>(i)];
+                if (!acceptable(config, f32)) continue;
+                plan p{std::move(config), detail::cudnn_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)};
+                p.descriptor.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &h)
+                    .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.config);
+                last = cudnnBackendFinalize(p.descriptor.get());
+                if (last != CUDNN_STATUS_SUCCESS) continue;  // the next engine
+                std::int64_t n = 0;
+                detail::check_cudnn(what + ": the workspace size",
+                                    cudnnBackendGetAttribute(p.descriptor.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                             CUDNN_TYPE_INT64, 1, &n, &p.workspace));
+                return p;
+            }
         }
         throw error("tenet: cuDNN has no deterministic engine" + std::string(f32 ? " with f32 arithmetic" : "") +
-                    " to " + what + " (" + std::to_string(count) + " engines ranked)");
+                    " to " + what + " (" + std::to_string(ranked) + " engines ranked" +
+                    (last != CUDNN_STATUS_SUCCESS ? std::string(", the last plan failed: ") + cudnnGetErrorString(last)
+                                                  : std::string()) +
+                    ")");
     }
 
     // Enqueues a plan on s with a, b, c bound to the x, w and y ids.
@@ -329,6 +345,7 @@ private:
     conv2d_problem problem_;
     detail::cudnn_handle handle_;
     plan forward_, data_, filter_;
+    std::size_t workspace_bytes_ = 0;
     buffer<std::byte, Device> workspace_{1, current_stream()};
 };
 

@@ -251,7 +251,9 @@ private:
 
     static memory_desc query(const detail::dnnl_pd_handle& pd, dnnl_query_t what)
     {
-        return *dnnl_primitive_desc_query_md(pd.get(), what, 0);
+        const memory_desc* md = dnnl_primitive_desc_query_md(pd.get(), what, 0);
+        if (md == nullptr) throw onednn_error("describe a primitive's tensor", dnnl_invalid_arguments);
+        return *md;
     }
 
     detail::dnnl_pd_handle primitive_desc(const std::string& what, const dnnl_convolution_desc_t* op, bool relu,

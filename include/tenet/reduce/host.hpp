@@ -10,7 +10,7 @@
 #include "row_engine.hpp"
 
 #include <cstddef>
-#include <vector>
+#include <memory>
 
 namespace tenet::detail::reduce {
 
@@ -46,7 +46,8 @@ void host_reduce_side_by_side(const Dst& dst, const In& in)
     using accumulator = typename Op::accumulator;
     constexpr std::size_t rows = Axes::rows, length = Axes::row_length;
     constexpr std::size_t blocks = (length + host_reduce_block - 1) / host_reduce_block;
-    std::vector<accumulator> partial(blocks * rows);
+    // (not std::vector: a bool accumulator would pack neighbouring blocks' results into one word)
+    const std::unique_ptr<accumulator[]> partial(new accumulator[blocks * rows]);
     const Op op{};
     TENET_OMP_PARALLEL_FOR_IF(blocks > 1)
     for (std::size_t b = 0; b < blocks; ++b) {
@@ -74,14 +75,15 @@ void host_reduce(const Dst& dst, const In& in)
     constexpr std::size_t rows = Axes::rows, length = Axes::row_length;
     if constexpr (rows == 1 && length > host_reduce_block) {
         constexpr std::size_t blocks = (length + host_reduce_block - 1) / host_reduce_block;
-        std::vector<typename Op::accumulator> partial(blocks);
+        // (not std::vector: a bool accumulator would pack neighbouring blocks' results into one word)
+        const std::unique_ptr<typename Op::accumulator[]> partial(new typename Op::accumulator[blocks]);
         TENET_OMP_PARALLEL_FOR_IF(blocks > 1)
         for (std::size_t b = 0; b < blocks; ++b) {
             const std::size_t end = (b + 1) * host_reduce_block < length ? (b + 1) * host_reduce_block : length;
             partial[b] = host_reduce_row<Op, Axes>(in, 0, b * host_reduce_block, end);
         }
         typename Op::accumulator acc = Op::identity();
-        for (const auto& p : partial) acc = Op{}(acc, p);
+        for (std::size_t b = 0; b < blocks; ++b) acc = Op{}(acc, partial[b]);
         dst.store(0u, Op::finalize(acc, static_cast<long long>(length)));
     } else if constexpr (rows > 1 && rows <= host_side_by_side_rows && length >= host_reduce_block) {
         host_reduce_side_by_side<Op, Axes>(dst, in);

@@ -7,8 +7,9 @@
 // 1/sqrt(fan_in)), fan_in = InChannels / Groups * Kernel^2).
 //
 // The layer runs its convolution on a conv::conv2d_engine: oneDNN's plan on
-// the host in f32 (built once, at construction), else the im2col + GEMM
-// lowering, which keeps its columns from the forward for the weight gradient.
+// the host in f32 and cuDNN's on the device in f32 (each built once, at
+// construction), else the im2col + GEMM lowering, which keeps its columns
+// from the forward for the weight gradient.
 // Inside Sequential, a Conv2d followed by ReLU is one unit: the ReLU runs in
 // the engine's forward (a post-op, or the GEMM's epilogue pattern), and the
 // backward masks the output gradient by y > 0 once, without a layer of its

@@ -219,6 +219,11 @@ TEST_CASE("MaxPool2d: ties go to the first tap, NaN propagates, the gradient fol
     SUBCASE("2x2 with NaN and infinities") { check_max_pool<Shape<2, 6, 6, 3>, 2, 2, 0>(41, true); }
     SUBCASE("3x3, stride 2, padding 1, odd extents") { check_max_pool<Shape<2, 7, 5, 2>, 3, 2, 1>(42, true); }
     SUBCASE("3x3, stride 1 (every input in several windows)") { check_max_pool<Shape<1, 5, 6, 2>, 3, 1, 0>(43, false); }
+    // the host loop's cases: windows that tile the input, and those that leave inputs out
+    SUBCASE("2x2 on odd extents (the last row and column in no window)") { check_max_pool<Shape<2, 7, 5, 3>, 2, 2, 0>(44, true); }
+    SUBCASE("2x2, stride 3 (gaps between windows)") { check_max_pool<Shape<1, 8, 8, 2>, 2, 3, 0>(45, true); }
+    SUBCASE("2x2, stride 2, padding 1 (windows cut by the border)") { check_max_pool<Shape<2, 5, 6, 4>, 2, 2, 1>(46, true); }
+    SUBCASE("2x2 over 32 channels (whole vectors)") { check_max_pool<Shape<1, 4, 6, 32>, 2, 2, 0>(47, true); }
 }
 
 TEST_CASE("AvgPool2d and GlobalAvgPool2d against float64 (padding counts as zeros)")

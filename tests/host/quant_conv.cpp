@@ -234,6 +234,72 @@ TEST_CASE("int8_model of CNNs: the int8 logits are the fake-quantized model's")
     }
 }
 
+TEST_CASE("int8_model of grouped and depthwise convolutions: the logits of a dense twin with block-diagonal filters")
+{
+    // A grouped int8 convolution is exactly the dense one whose filters are
+    // zero outside their group: build that twin by hand and compare bits.
+    using In = Shape<2, 5, 6, 4>;
+    using grouped = nn::Sequential<nn::Conv2d<4, 6, 3, 1, 1, 1, 2>, nn::ReLU, nn::Conv2d<6, 6, 3, 2, 1, 1, 6>, nn::Flatten,
+                                   nn::Linear<3 * 3 * 6, 3>>;
+    using dense = nn::Sequential<nn::Conv2d<4, 6, 3, 1, 1>, nn::ReLU, nn::Conv2d<6, 6, 3, 2, 1>, nn::Flatten,
+                                 nn::Linear<3 * 3 * 6, 3>>;
+    using policy = quant::qat<fp32, quant::min_max_observer<>>;
+    nn::model<grouped, policy, In, Host> g(31);
+    nn::model<dense, policy, In, Host> d(32);
+    std::vector<std::vector<float>> values;
+    g.for_each_parameter([&](const std::string&, auto v, auto) {
+        values.emplace_back(v.data(), v.data() + decltype(v)::shape::numel);
+    });
+    std::size_t index = 0;
+    d.for_each_parameter([&]([[maybe_unused]] const std::string& name, auto v, auto) {
+        const std::vector<float>& from = values[index++];
+        using S = typename decltype(v)::shape;
+        if constexpr (S::rank == 4) {  // the convolutions' [Out, 3, 3, In] from [Out, 3, 3, In / G]
+            REQUIRE((name == "0.weight" || name == "2.weight"));
+            constexpr std::size_t out = S::extents[0], in = S::extents[3];
+            const std::size_t per_group = from.size() / (out * 9), groups = in / per_group;
+            for (std::size_t o = 0; o < out; ++o)
+                for (std::size_t t = 0; t < 9; ++t)
+                    for (std::size_t c = 0; c < in; ++c) {
+                        const std::size_t first = o / (out / groups) * per_group;
+                        v.data()[(o * 9 + t) * in + c] =
+                            c >= first && c < first + per_group ? from[(o * 9 + t) * per_group + c - first] : 0.0f;
+                    }
+        } else {
+            REQUIRE(from.size() == S::numel);
+            std::copy(from.begin(), from.end(), v.data());
+        }
+    });
+    REQUIRE(index == values.size());
+    quant::prepare_calibration(g);
+    quant::prepare_calibration(d);
+    for (std::uint64_t b = 0; b < 3; ++b) {
+        const auto x = random_tensor<f32, In>(40 + b);
+        g.forward(x);
+        d.forward(x);
+    }
+    quant::int8_model<grouped, In, Host> qg(g);
+    quant::int8_model<dense, In, Host> qd(d);
+    static_assert(decltype(qg)::weight_bytes == decltype(qd)::weight_bytes);  // the zeros are stored
+    const auto x = random_tensor<f32, In>(50);
+    const auto& yg = qg.forward(x);
+    const auto& yd = qd.forward(x);
+    double largest = 0;
+    for (std::size_t i = 0; i < decltype(qg)::output_shape::numel; ++i) {
+        REQUIRE(yg.data()[i] == yd.data()[i]);
+        largest = std::max(largest, std::fabs(double(yg.data()[i])));
+    }
+    CHECK(largest > 0.01);
+}
+
+TEST_CASE("int8_model of CNNs with grouped and depthwise convolutions: the int8 logits are the fake-quantized model's")
+{
+    using spec = nn::Sequential<nn::Conv2d<4, 8, 3, 1, 1, 1, 2>, nn::ReLU, nn::BatchNorm2d<8>,
+                                nn::Conv2d<8, 8, 3, 1, 1, 1, 8>, nn::ReLU, nn::MaxPool2d<2>, nn::Flatten,
+                                nn::Linear<3 * 3 * 8, 5>>;
+    check_int8_cnn<spec, Shape<3, 6, 7, 4>>(13);
+}
+
 TEST_CASE("int8_model of a CNN: bytes at compile time")
 {
     using spec = nn::Sequential<nn::Conv2d<1, 8, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<8>, nn::MaxPool2d<2>, nn::Flatten,

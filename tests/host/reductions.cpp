@@ -106,6 +106,39 @@ TEST_CASE_TEMPLATE("a few long rows (column sums of a tall matrix) are walked si
     check_axes_in<T, Shape<4100, 3, 5>, 0>();      // 15 outputs of 4100 elements 15 apart
     check_axes_in<T, Shape<1300, 4, 6>, 0, 1>();   // 6 outputs of 5200
     check_axes_in<T, Shape<3, 5000, 2>, 1>();      // 6 outputs, a stride of 2 within each
+    // leading axes reduced, the outputs side by side in memory: read in chunks
+    check_axes_in<T, Shape<4100, 2, 16>, 0>();     // 32 outputs, chunks of 16
+    check_axes_in<T, Shape<1300, 4, 8>, 0, 1>();   // 8 outputs, chunks of 8
+    check_axes_in<T, Shape<4099, 3, 4>, 0>();      // 12 outputs, chunks of 4
+}
+
+TEST_CASE_TEMPLATE("a column reduction of a per-channel broadcast expression (BatchNorm's) matches float64", T, f32, bf16)
+{
+    using S = Shape<4100, 32>;
+    Tensor<T, S, Host> x, d;
+    Tensor<f32, Shape<32>, Host> mu, rstd;
+    testing::fill_random(x, 41, &moderate);
+    testing::fill_random(d, 42, &moderate);
+    testing::fill_random(mu, 43, &moderate);
+    testing::fill_random(rstd, 44, &moderate);
+    Tensor<f32, Shape<32>, Host> dgamma, var;
+    testing::poison(dgamma);
+    testing::poison(var);
+    dgamma = sum<0>(d * ((x - mu) * rstd));
+    var = mean<0>(square(x - mu));
+    for (std::size_t c = 0; c < 32; ++c) {
+        double want = 0, scale = 0, want_var = 0;
+        for (std::size_t r = 0; r < 4100; ++r) {
+            const double centred = convert<f64>(x(r, c)) - mu(c);
+            const double t = convert<f64>(d(r, c)) * (centred * rstd(c));
+            want += t;
+            scale += std::fabs(t);
+            want_var += centred * centred;
+        }
+        want_var /= 4100;
+        CHECK(std::fabs(dgamma(c) - want) <= 4100 * 4 * 0x1p-23 * scale);
+        CHECK(std::fabs(var(c) - want_var) <= 4100 * 4 * 0x1p-23 * want_var);
+    }
 }
 
 TEST_CASE("keepdims keeps reduced axes with extent 1")

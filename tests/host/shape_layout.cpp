@@ -73,6 +73,7 @@ TEST_CASE("index maps simplify: merged dimensions, no division for contiguous la
     CHECK(bias::terms.count == 1);
     CHECK(bias::terms.terms[0].needs_modulus);  // i % 4096, nothing else
     CHECK(bias::terms.terms[0].divisor == 1);
+    CHECK_FALSE(bias::contiguous);  // i % 4096 is not the identity: copy must not memcpy it
 
     using transposed = index_map<Layout<Shape<5, 3>, Strides<1, 5>>>;
     CHECK_FALSE(transposed::contiguous);

@@ -3,6 +3,8 @@
 // hand-written loops; broadcasting in operators; multi-output assignment.
 #include "tensor_testing.hpp"
 
+#include <cstring>
+
 using namespace tenet;
 
 namespace {
@@ -139,4 +141,132 @@ TEST_CASE("fill sets every element; iota counts in row-major order")
     CHECK(n(2, 3) == 10 + 3 * 11);
     Tensor<f32, Shape<5>, Host> f = iota<Shape<5>>(-1.0f, 0.5f);
     CHECK(f(4) == 1.0f);
+}
+
+namespace {
+
+double moderate(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(-2.0, 2.0)(rng); }
+
+// y = (x - mean) * (rstd * gamma) + beta, as BatchNorm writes it: per-channel
+// vectors broadcast over NHWC rows, which the host loop reads in chunks.
+template <class T, std::size_t C>
+void check_channel_affine()
+{
+    using S = Shape<3, 5, 7, C>;
+    Tensor<T, S, Host> x, y;
+    Tensor<f32, Shape<C>, Host> mean, rstd, gamma, beta;
+    testing::fill_random(x, 21, &moderate);
+    testing::fill_random(mean, 22, &moderate);
+    testing::fill_random(rstd, 23, &moderate);
+    testing::fill_random(gamma, 24, &moderate);
+    testing::fill_random(beta, 25, &moderate);
+    testing::poison(y);
+    y = (x - mean) * (rstd * gamma) + beta;
+    mismatch_log log;
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const std::size_t c = i % C;
+        const double want = (convert<f64>(x.data()[i]) - mean(c)) * (static_cast<double>(rstd(c)) * gamma(c)) + beta(c);
+        const double got = convert<f64>(y.data()[i]);
+        if (!(std::fabs(got - want) <= 4 * convert<f64>(numeric_traits<T>::epsilon()) * (std::fabs(want) + 4)))
+            log.add("y[%zu] = %a, want %a", i, got, want);
+    }
+    INFO(numeric_traits<T>::name, " C = ", C);
+    CHECK_NO_MISMATCH(log);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("per-channel broadcasts over NHWC rows (the host's chunked walk) match float64", T, f32, bf16, f16)
+{
+    check_channel_affine<T, 16>();
+    check_channel_affine<T, 32>();
+    check_channel_affine<T, 48>();
+    check_channel_affine<T, 12>();  // chunks do not fit: the element walk
+}
+
+TEST_CASE("chunked walks: per-image and per-pixel broadcasts, masks, integers, strided destinations, calls")
+{
+    using S = Shape<2, 3, 4, 32>;
+    Tensor<f32, S, Host> x, y;
+    Tensor<f32, Shape<2, 1, 1, 32>, Host> image;  // one vector per image
+    Tensor<f32, Shape<2, 3, 4, 1>, Host> pixel;   // one value per pixel (a uniform chunk)
+    testing::fill_random(x, 31, &moderate);
+    testing::fill_random(image, 32, &moderate);
+    testing::fill_random(pixel, 33, &moderate);
+    const auto at = [](std::size_t i) { return std::array<std::size_t, 4>{i / 384, i / 128 % 3, i / 32 % 4, i % 32}; };
+
+    testing::poison(y);
+    y = where(x > image, x * pixel, image - pixel);
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const auto [n, h, w, c] = at(i);
+        const float xv = x.data()[i], im = image(n, 0, 0, c), px = pixel(n, h, w, 0);
+        REQUIRE(y.data()[i] == (xv > im ? xv * px : im - px));
+    }
+
+    Tensor<i32, S, Host> k, ik;
+    Tensor<i32, Shape<32>, Host> offsets;
+    k = iota<S>(-700, 3);
+    offsets = iota<Shape<32>>(5, -2);
+    testing::poison(ik);
+    ik = k * offsets + offsets / 3;
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const std::int32_t kv = k.data()[i], o = offsets(i % 32);
+        REQUIRE(ik.data()[i] == kv * o + o / 3);
+    }
+
+    // into columns 16..47 of a wider matrix (vector chunks), and 8..39 (not aligned to a chunk)
+    Tensor<f32, Shape<24, 64>, Host> wide;
+    const auto xm = reshape<Shape<24, 32>>(x);
+    Tensor<f32, Shape<32>, Host> scale;
+    testing::fill_random(scale, 34, &moderate);
+    for (std::size_t first : {std::size_t{16}, std::size_t{8}}) {
+        testing::poison(wide);
+        Tensor<f32, Shape<24, 64>, Host> before;
+        copy(before, wide);
+        if (first == 16) slice<1, 16, 48>(wide) = xm * scale;
+        else slice<1, 8, 40>(wide) = xm * scale;
+        for (std::size_t r = 0; r < 24; ++r)
+            for (std::size_t c = 0; c < 64; ++c) {
+                const bool inside = c >= first && c < first + 32;
+                if (inside) REQUIRE(wide(r, c) == x.data()[r * 32 + c - first] * scale(c - first));
+                else REQUIRE(std::memcmp(&wide(r, c), &before(r, c), sizeof(float)) == 0);  // left alone
+            }
+    }
+
+    // a call (exp) keeps the element walk; the values are the same either way
+    testing::poison(y);
+    y = exp(x - image);
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const auto [n, h, w, c] = at(i);
+        const double want = std::exp(static_cast<double>(x.data()[i]) - image(n, 0, 0, c));
+        REQUIRE(std::fabs(y.data()[i] - want) <= 4 * 0x1p-23 * want);
+    }
+}
+
+TEST_CASE("the host walks per-channel broadcasts in chunks, contiguous reads and calls element by element")
+{
+    Tensor<f32, Shape<8, 32>, Host> x;
+    Tensor<f32, Shape<32>, Host> m;
+    Tensor<f32, Shape<8, 12>, Host> narrow;
+    Tensor<f32, Shape<12>, Host> n;
+    exec_context<Host> context(current_stream());
+    const auto walk = [&](const auto& e) { return internal::host_walk_of<decltype(e.prepare(context)), 16>(); };
+    CHECK(walk(x) == internal::host_walk::either);
+    CHECK(walk(x * 2.0f + x) == internal::host_walk::either);
+    CHECK(walk(x - m) == internal::host_walk::chunks);
+    CHECK(walk(where(x > m, x, m)) == internal::host_walk::chunks);
+    CHECK(walk(exp(x - m)) == internal::host_walk::elements);  // a call vectorises only in the element loop
+    CHECK(walk(narrow - n) == internal::host_walk::elements);  // 12 columns: chunks of 16 would gather
+    CHECK(walk(transpose(x)) == internal::host_walk::elements);
+}
+
+TEST_CASE("copy of a broadcast view repeats its row (a broadcast is not contiguous: no memcpy past the source)")
+{
+    Tensor<f32, Shape<3>, Host> row;
+    testing::fill_random(row, 51, &moderate);
+    Tensor<f32, Shape<4, 3>, Host> full;
+    testing::poison(full);
+    copy(full, broadcast_to<Shape<4, 3>>(row));
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < 3; ++j) REQUIRE(full(i, j) == row(j));
 }

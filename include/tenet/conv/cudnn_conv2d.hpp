@@ -142,6 +142,7 @@ class cudnn_conv2d {
     struct plan {
         detail::cudnn_descriptor config, descriptor;  // (the engine configuration lives as long as its plan)
         std::int64_t workspace = 0;
+        std::string running;  // the error context of a run, written once here rather than per call
     };
 
 public:
@@ -167,6 +168,9 @@ public:
                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
                          CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
                         io, f32);
+        forward_.running = "run a convolution's forward " + describe(p);
+        data_.running = "run a convolution's backward data " + describe(p);
+        filter_.running = "run a convolution's backward filter " + describe(p);
         workspace_bytes_ =
             static_cast<std::size_t>(std::max({forward_.workspace, data_.workspace, filter_.workspace, std::int64_t{0}}));
         workspace_ = buffer<std::byte, Device>(workspace_bytes_ + 1, current_stream());
@@ -175,13 +179,13 @@ public:
     }
 
     // y = conv(x, w) (NHWC x and y, KRSC w), enqueued on s.
-    void forward(const void* x, const void* w, void* y, stream_ref s) { run("forward", forward_, x, w, y, s); }
+    void forward(const void* x, const void* w, void* y, stream_ref s) { run(forward_, x, w, y, s); }
     // dx = the input gradient from dy.
-    void backward_data(const void* dy, const void* w, void* dx, stream_ref s) { run("backward data", data_, dx, w, dy, s); }
+    void backward_data(const void* dy, const void* w, void* dx, stream_ref s) { run(data_, dx, w, dy, s); }
     // dw = the weight gradient from x and dy.
     void backward_filter(const void* x, const void* dy, void* dw, stream_ref s)
     {
-        run("backward filter", filter_, x, dw, dy, s);
+        run(filter_, x, dw, dy, s);
     }
 
     // What the three plans asked for.
@@ -304,7 +308,7 @@ private:
             for (std::int64_t i = 0; i < count; ++i) {
                 detail::cudnn_descriptor& config = configs[static_cast<std::size_t>(i)];
                 if (!acceptable(config, f32)) continue;
-                plan p{std::move(config), detail::cudnn_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)};
+                plan p{std::move(config), detail::cudnn_descriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR), 0, {}};
                 p.descriptor.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &h)
                     .set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, p.config);
                 last = cudnnBackendFinalize(p.descriptor.get());
@@ -324,9 +328,9 @@ private:
     }
 
     // Enqueues a plan on s with a, b, c bound to the x, w and y ids.
-    void run(const char* pass, plan& p, const void* a, const void* b, const void* c, stream_ref s)
+    void run(plan& p, const void* a, const void* b, const void* c, stream_ref s)
     {
-        const std::string what = std::string("run a convolution's ") + pass + " " + describe(problem_);
+        const std::string& what = p.running;
         void* pointers[3] = {const_cast<void*>(a), const_cast<void*>(b), const_cast<void*>(c)};
         for (void* q : pointers)
             if (reinterpret_cast<std::uintptr_t>(q) % alignment != 0)

@@ -71,7 +71,10 @@ class onednn_conv2d {
     using memory_desc = dnnl_memory_desc_t;
 
 public:
-    explicit onednn_conv2d(const conv2d_problem& p) : problem_(p)
+    explicit onednn_conv2d(const conv2d_problem& p)
+        : problem_(p),
+          running_forward_("run a convolution's forward " + describe(p)),
+          running_backward_("run a convolution's backward " + describe(p))
     {
         const std::string what = "plan a convolution " + describe(p) + ": ";
         engine_.reset(create<dnnl_engine_t>(what + "engine", dnnl_engine_create, dnnl_cpu, 0));
@@ -123,7 +126,7 @@ public:
     // y = act(conv(x, w) + b); b is null without a bias.
     void forward(const float* x, const float* w, const float* b, float* y)
     {
-        const std::string what = "run a convolution's forward " + describe(problem_);
+        const std::string& what = running_forward_;
         dnnl_memory_t src = bind(what, x_, x), weights = bind(what, w_, w), dst = bind(what, y_, y);
         copy_in(what, x_);
         copy_in(what, w_);
@@ -142,7 +145,7 @@ public:
     // (null: not wanted).
     void backward(const float* dz, const float* x, const float* w, float* dw, float* db, float* dx)
     {
-        const std::string what = "run a convolution's backward " + describe(problem_);
+        const std::string& what = running_backward_;
         const dnnl_memory_t src = kept_input(what, x), diff_dst = stage_gradient(what, dz_weights_, dz, nullptr),
                             diff_weights = bind(what, dw_, dw);
         if (problem_.bias)
@@ -355,6 +358,7 @@ private:
     }
 
     conv2d_problem problem_;
+    std::string running_forward_, running_backward_;  // error contexts, written once rather than per call
     detail::dnnl_engine_handle engine_;
     detail::dnnl_stream_handle stream_;
     detail::dnnl_pd_handle forward_pd_, data_pd_, weights_pd_;

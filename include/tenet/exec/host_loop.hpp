@@ -2,6 +2,10 @@
 // split across cores with OpenMP, and within a block a simple loop the
 // compiler vectorises (contiguous operands load as vectors, branch-free
 // operations become blends, math functions call glibc's SIMD versions).
+// Where an operand is broadcast along the rows (a per-channel vector, read
+// at i % C) and every operation is plain arithmetic, a block is walked in
+// chunks of host_chunk elements instead (tensor/expression.hpp, host_walk):
+// the broadcast operand is then one vector load, not a gather.
 // Several destinations are written in the same traversal.
 #pragma once
 
@@ -13,6 +17,11 @@
 namespace tenet::detail::exec {
 
 inline constexpr std::size_t host_block = 4096;
+inline constexpr std::size_t host_chunk = 16;  // a 64-byte line of f32
+
+template <class Dst, class Src>
+inline constexpr bool host_walks_chunks =
+    internal::host_walk_of_all<host_chunk, Dst, Src>() == internal::host_walk::chunks;
 
 template <std::size_t N, class Dsts, class Srcs, std::size_t... I>
 void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I...>)
@@ -26,7 +35,12 @@ void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I.
         const Dsts out = dsts;
         const Srcs in = srcs;
         const index begin = b * host_block, end = begin + host_block < N ? begin + host_block : N;
-        if constexpr (sizeof...(I) == 1) {
+        if constexpr (sizeof...(I) == 1 && host_walks_chunks<decltype(Dsts::head), decltype(Srcs::head)>) {
+            constexpr index k = host_chunk;
+            const index chunked = begin + (end - begin) / k * k;
+            for (index i = begin; i < chunked; i += k) out.head.template store_chunk<k>(i, in.head.template chunk<k>(i));
+            for (index i = chunked; i < end; ++i) out.head.store(i, in.head.at(i));
+        } else if constexpr (sizeof...(I) == 1) {
             TENET_SIMD_LOOP
             for (index i = begin; i < end; ++i) out.head.store(i, in.head.at(i));
         } else {

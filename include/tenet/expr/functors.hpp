@@ -46,8 +46,12 @@ TENET_HD auto floating(A a, F f)
 
 }  // namespace detail
 
+// plain_arithmetic: the operation is a few instructions with no library call,
+// so host loops may evaluate it K elements at a time (expr/map.hpp).
+
 struct plus {
     static constexpr auto name() { return fixed_string("operator+"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -57,6 +61,7 @@ struct plus {
 
 struct minus {
     static constexpr auto name() { return fixed_string("operator-"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -66,6 +71,7 @@ struct minus {
 
 struct multiplies {
     static constexpr auto name() { return fixed_string("operator*"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -75,6 +81,7 @@ struct multiplies {
 
 struct divides {
     static constexpr auto name() { return fixed_string("operator/"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -99,6 +106,7 @@ struct extremum {
         if constexpr (Greatest) return fixed_string("max");
         else return fixed_string("min");
     }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -157,36 +165,42 @@ using compared_t = arithmetic_t<A, B>;
 
 struct less {
     static constexpr auto name() { return fixed_string("operator<"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) < convert<compared_t<A, B>>(b); }
 };
 
 struct less_equal {
     static constexpr auto name() { return fixed_string("operator<="); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) <= convert<compared_t<A, B>>(b); }
 };
 
 struct greater {
     static constexpr auto name() { return fixed_string("operator>"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) > convert<compared_t<A, B>>(b); }
 };
 
 struct greater_equal {
     static constexpr auto name() { return fixed_string("operator>="); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) >= convert<compared_t<A, B>>(b); }
 };
 
 struct equal_to {
     static constexpr auto name() { return fixed_string("operator=="); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) == convert<compared_t<A, B>>(b); }
 };
 
 struct not_equal_to {
     static constexpr auto name() { return fixed_string("operator!="); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) != convert<compared_t<A, B>>(b); }
 };
@@ -194,6 +208,7 @@ struct not_equal_to {
 
 struct logical_and {
     static constexpr auto name() { return fixed_string("logical_and"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -203,6 +218,7 @@ struct logical_and {
 
 struct logical_or {
     static constexpr auto name() { return fixed_string("logical_or"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -212,6 +228,7 @@ struct logical_or {
 
 struct logical_xor {
     static constexpr auto name() { return fixed_string("logical_xor"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -221,6 +238,7 @@ struct logical_xor {
 
 struct logical_not {
     static constexpr auto name() { return fixed_string("logical_not"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr bool operator()(A a) const
     {
@@ -230,6 +248,7 @@ struct logical_not {
 
 struct negate {
     static constexpr auto name() { return fixed_string("operator-"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -239,6 +258,7 @@ struct negate {
 
 struct absolute {
     static constexpr auto name() { return fixed_string("abs"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -251,6 +271,7 @@ struct absolute {
 
 struct sign {
     static constexpr auto name() { return fixed_string("sign"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -262,6 +283,7 @@ struct sign {
 
 struct square {
     static constexpr auto name() { return fixed_string("square"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -271,6 +293,7 @@ struct square {
 
 struct reciprocal {
     static constexpr auto name() { return fixed_string("reciprocal"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -280,6 +303,7 @@ struct reciprocal {
 
 struct relu {
     static constexpr auto name() { return fixed_string("relu"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -402,6 +426,7 @@ struct softplus {
 
 struct leaky_relu {
     static constexpr auto name() { return fixed_string("leaky_relu"); }
+    static constexpr bool plain_arithmetic = true;
     f32 slope;
     template <class A>
     TENET_HD auto operator()(A a) const
@@ -426,6 +451,7 @@ struct elu {
 template <class V>
 struct clamp {
     static constexpr auto name() { return fixed_string("clamp"); }
+    static constexpr bool plain_arithmetic = true;
     V lo, hi;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
@@ -436,6 +462,7 @@ struct clamp {
 
 struct select {
     static constexpr auto name() { return fixed_string("where"); }
+    static constexpr bool plain_arithmetic = true;
     template <class C, class A, class B>
     TENET_HD constexpr auto operator()(C c, A a, B b) const
     {
@@ -452,6 +479,7 @@ struct select {
 template <class T>
 struct cast_to {
     static constexpr auto name() { return fixed_string("cast"); }
+    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr compute_t<T> operator()(A a) const
     {

@@ -45,6 +45,15 @@ struct remap_eval : reads_evaluators<remap_eval<Eval, L>> {
     auto reads() const { return make_value_pack(operand); }
 
     static constexpr std::size_t smallest_element = Eval::smallest_element;
+
+    // As a tensor view's (tensor/leaf.hpp), and then as its operand's.
+    template <std::size_t K>
+    static constexpr internal::host_walk host_walk_for = [] {
+        if constexpr (map::template chunk<K> == chunk_access::gather) return internal::host_walk::elements;
+        else if constexpr (map::contiguous) return internal::host_walk_of<Eval, K>();
+        else if constexpr (internal::host_walk_of<Eval, K>() == internal::host_walk::elements) return internal::host_walk::elements;
+        else return internal::host_walk::chunks;
+    }();
 };
 
 template <class E, class L>

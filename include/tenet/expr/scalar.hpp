@@ -36,6 +36,8 @@ struct scalar_eval : memoryless_eval {
     {
         return splat<K>(value);
     }
+    template <std::size_t K>
+    static constexpr internal::host_walk host_walk_for = internal::host_walk::either;
 };
 
 template <class V, class S = Shape<>>

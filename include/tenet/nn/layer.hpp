@@ -205,6 +205,29 @@ auto contiguous_as(const X& x)
     return make_view<S, typename V::place>(static_cast<element*>(view.data()));
 }
 
+namespace detail {
+
+template <class Expected, class Given>
+struct model_input_shape_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: forward: the input must have the model input shape ") + shape_name<Expected>::text() +
+               fixed_string(", not ") + shape_name<Given>::text() + fixed_string(" (reshape<...>(x) if that is meant)");
+    }
+};
+
+}  // namespace detail
+
+// A model's forward takes its input shape exactly: a tensor of another shape
+// with as many elements (an image batch [N, H, W, C] for a model of
+// [N, H*W*C] inputs, or a transposed batch) is an error, not reinterpreted.
+template <class In, class X>
+constexpr bool check_model_input()
+{
+    using given = typename std::decay_t<X>::shape;
+    return diagnose<std::is_same_v<given, In>, detail::model_input_shape_failure<In, given>>::value;
+}
+
 template <class Storage, class X>
 constexpr void check_input_element()
 {

@@ -111,6 +111,7 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
+        static_assert(check_model_input<In, X>());
         if (training_) {
             ++step_;
             step_counter_ = step_counter_ + 1.0;  // a kernel: a captured step counts on each replay

@@ -142,6 +142,7 @@ public:
     {
         static_assert(host_accessible_v<typename detail::view_of<X>::place>,
                       "tenet: sparse_model::forward takes a host tensor");
+        static_assert(nn::check_model_input<In, X>());
         const auto xm = nn::contiguous_as<Shape<rows, features>>(x);
         f32* to = ping_.data();
         TENET_OMP_PARALLEL_FOR_IF(blocks > 1 && rows * features >= 32768)

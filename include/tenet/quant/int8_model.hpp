@@ -47,7 +47,7 @@ struct no_int8_form {
     static constexpr auto text()
     {
         return fixed_string(
-            "tenet: int8_model: a layer has no int8 form (supported: Linear, Conv2d with Groups 1, activations, "
+            "tenet: int8_model: a layer has no int8 form (supported: Linear, Conv2d, activations, "
             "BatchNorm2d, MaxPool2d, AvgPool2d, GlobalAvgPool2d, Flatten, Dropout, Sequential, Checkpointed)");
     }
     static constexpr void reject()
@@ -79,9 +79,16 @@ public:
     {
         using storage = std::remove_cv_t<typename decltype(layer.weight())::element_type>;
         Tensor<storage, Shape<n, k>, Host> w;
+        copy(w.view(), reshape<Shape<n, k>>(layer.weight()));  // a convolution's [Out, K, K, In] as rows
+        load(layer, w);
+    }
+
+    // ... with the weight's rows given in full (a grouped convolution's).
+    template <class Layer, class Storage>
+    void load(const Layer& layer, const Tensor<Storage, Shape<n, k>, Host>& w)
+    {
         Tensor<f32, Shape<n>, Host> b;
         Tensor<f32, Shape<n, 1>, Host> scale;
-        copy(w.view(), reshape<Shape<n, k>>(layer.weight()));  // a convolution's [Out, K, K, In] as rows
         if constexpr (requires { layer.bias(); }) copy(b, layer.bias());
         else assign(b.view(), 0);
         copy(scale, layer.weight_scale());
@@ -167,14 +174,19 @@ private:
     Tensor<i8, Shape<rows, gemm_type::kp>, Place> input_;
 };
 
+// A convolution is one int8 GEMM over its input's columns (im2col). A
+// grouped one (depthwise included) multiplies the same columns by
+// block-diagonal weight rows: each output channel's filter sits at its
+// group's input channels, zeros elsewhere. That is exact (the zeros add
+// nothing, to the products or to the zero-point offsets) at Groups times
+// the arithmetic of one GEMM per group.
 template <class InShape, class Spec, class Place>
 class int8_conv_step
     : public int8_gemm_unit<conv::window_geometry<InShape, Spec::kernel, Spec::stride, Spec::padding, Spec::dilation>::positions,
                             Spec::kernel * Spec::kernel * Spec::in_channels, Spec::out_channels, Spec::activation, Place> {
     using geometry = conv::window_geometry<InShape, Spec::kernel, Spec::stride, Spec::padding, Spec::dilation>;
-    static constexpr std::size_t row_length = Spec::kernel * Spec::kernel * Spec::in_channels;
+    static constexpr std::size_t taps = Spec::kernel * Spec::kernel, row_length = taps * Spec::in_channels;
     using gemm_type = int8_gemm_unit<geometry::positions, row_length, Spec::out_channels, Spec::activation, Place>;
-    static_assert(Spec::groups == 1, "tenet: int8_model: a grouped Conv2d has no int8 form yet (Groups must be 1)");
 
 public:
     static constexpr bool gemm = true;
@@ -184,6 +196,13 @@ public:
         gemm_type::allocated_bytes + InShape::numel + geometry::positions * gemm_type::kp;
 
     int8_conv_step() { assign(columns_.view(), 0); }  // the padding columns stay zero
+
+    template <class Layer>
+    void load(const Layer& layer)
+    {
+        if constexpr (Spec::groups == 1) gemm_type::load(layer);
+        else gemm_type::load(layer, block_diagonal(layer.weight()));
+    }
 
     auto input() { return input_.view(); }
 
@@ -202,6 +221,27 @@ public:
     auto result() const { return reshape<output_shape>(this->dequantized()); }
 
 private:
+    // [Out, K, K, In / Groups] -> [Out, K K In], each filter at its group's channels.
+    template <class W>
+    static auto block_diagonal(const W& weight)
+    {
+        constexpr std::size_t out = Spec::out_channels, in = Spec::in_channels, per_group = in / Spec::groups,
+                              outputs_per_group = out / Spec::groups;
+        using storage = std::remove_cv_t<typename W::element_type>;
+        Tensor<storage, Shape<out, taps, per_group>, Host> filters;
+        copy(filters.view(), reshape<Shape<out, taps, per_group>>(weight));
+        current_stream().synchronize();
+        Tensor<storage, Shape<out, row_length>, Host> rows;
+        assign(rows.view(), 0);
+        for (std::size_t o = 0; o < out; ++o) {
+            const std::size_t first = o / outputs_per_group * per_group;
+            for (std::size_t t = 0; t < taps; ++t)
+                for (std::size_t c = 0; c < per_group; ++c)
+                    rows.data()[o * row_length + t * in + first + c] = filters.data()[(o * taps + t) * per_group + c];
+        }
+        return rows;
+    }
+
     Tensor<i8, InShape, Place> input_;
     Tensor<i8, Shape<geometry::positions, gemm_type::kp>, Place> columns_;
 };
@@ -432,6 +472,7 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
+        static_assert(nn::check_model_input<In, X>());
         run<0>(nn::contiguous_as<In>(x));
         return output_;
     }

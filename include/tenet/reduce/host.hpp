@@ -38,6 +38,36 @@ typename Op::accumulator host_reduce_row(const In& in, std::size_t row, std::siz
 // partial results combined in order: the same result on every run.
 inline constexpr std::size_t host_side_by_side_rows = 256;
 
+// Rows j of a column reduction that sit side by side in memory: the reduced
+// axes lead and the kept ones follow, so element r of row j is input element
+// r * rows + j. K of them (a divisor of rows) are read as one chunk when the
+// input allows (host_walk): a broadcast operand, such as BatchNorm's
+// per-channel mean, is then one vector load rather than a gather through
+// the index map's divisions.
+template <class In, std::size_t Rows, std::size_t K>
+inline constexpr bool chunks_fit = Rows % K == 0 && internal::host_walk_of<In, K>() != internal::host_walk::elements;
+
+template <class Axes, class In>
+inline constexpr std::size_t side_by_side_chunk = []() -> std::size_t {
+    std::size_t leading = 0;
+    while (leading != Axes::rank && Axes::reduced[leading]) ++leading;
+    for (std::size_t d = leading; d != Axes::rank; ++d)
+        if (Axes::reduced[d]) return std::size_t{0};
+    constexpr std::size_t rows = Axes::rows;
+    return chunks_fit<In, rows, 16> ? 16 : chunks_fit<In, rows, 8> ? 8 : chunks_fit<In, rows, 4> ? 4 : 0;
+}();
+
+template <class Op, std::size_t K, class In, class Accumulator, class Index>
+void accumulate_chunks(Accumulator* acc, const In& in, Index base, std::size_t rows, long long r)
+{
+    const Op op{};
+    for (std::size_t j = 0; j < rows; j += K) {
+        const auto values = in.template chunk<K>(static_cast<Index>(base + j));
+        TENET_SIMD_LOOP
+        for (std::size_t k = 0; k < K; ++k) acc[j + k] = op(acc[j + k], Op::lift(values[k], r));
+    }
+}
+
 template <class Op, class Axes, class Dst, class In>
 void host_reduce_side_by_side(const Dst& dst, const In& in)
 {
@@ -55,10 +85,14 @@ void host_reduce_side_by_side(const Dst& dst, const In& in)
         for (std::size_t j = 0; j < rows; ++j) acc[j] = Op::identity();
         const std::size_t end = (b + 1) * host_reduce_block < length ? (b + 1) * host_reduce_block : length;
         for (std::size_t r = b * host_reduce_block; r < end; ++r) {
-            TENET_SIMD_LOOP
-            for (std::size_t j = 0; j < rows; ++j)
-                acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>(j * length + r))),
-                                             static_cast<long long>(r)));
+            if constexpr (constexpr std::size_t k = side_by_side_chunk<Axes, In>; k != 0) {
+                accumulate_chunks<Op, k>(acc, in, static_cast<index>(r * rows), rows, static_cast<long long>(r));
+            } else {
+                TENET_SIMD_LOOP
+                for (std::size_t j = 0; j < rows; ++j)
+                    acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>(j * length + r))),
+                                                 static_cast<long long>(r)));
+            }
         }
         for (std::size_t j = 0; j < rows; ++j) partial[b * rows + j] = acc[j];
     }

@@ -152,7 +152,8 @@ struct index_map {
 
     // The map is the identity (plus the constant offset).
     static constexpr bool contiguous =
-        terms.count == 0 ? numel == 1 : (terms.count == 1 && terms.terms[0].divisor == 1 && terms.terms[0].stride == 1);
+        terms.count == 0 ? numel == 1 : (terms.count == 1 && terms.terms[0].divisor == 1 && terms.terms[0].stride == 1 &&
+                                !terms.terms[0].needs_modulus);
 
     template <std::size_t K>
     static constexpr chunk_access chunk = detail::shape::classify_chunk(merged.extents, merged.strides, merged.count, L::offset, K);

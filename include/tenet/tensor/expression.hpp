@@ -22,6 +22,8 @@
 //                      it reads; direct is false for leaves read at another
 //                      index than the element written (aliasing checks)
 //   smallest_element   the smallest element it loads (sets the chunk length)
+//   host_walk_for<K>   optional, static constexpr: how a host loop reads it
+//                      best (host_walk below); without it, element by element
 // Evaluators that read other evaluators get aligned and visit_leaves from
 // tenet::reads_evaluators (expr/node.hpp), which checks their operands
 // against this concept.
@@ -97,6 +99,38 @@ concept evaluator = std::is_trivially_copyable_v<E> && detail::tensor::evaluator
 
 namespace detail::tensor {
 
+// How a host loop reads an evaluator best:
+//   elements  one element per iteration, the loop vectorised by the compiler.
+//             Right for contiguous reads, and needed where an operation calls
+//             a library function (exp, tanh): only the loop vectoriser maps
+//             those onto glibc's vector versions.
+//   either    as fast one way as the other (contiguous reads, plain arithmetic).
+//   chunks    K elements per step through chunk<K>: a broadcast operand (a
+//             per-channel vector over NHWC rows) is then one vector load,
+//             where the element loop would gather it lane by lane (i % C).
+enum class host_walk { elements, either, chunks };
+
+template <class E, std::size_t K>
+constexpr host_walk host_walk_of()
+{
+    if constexpr (requires { E::template host_walk_for<K>; }) return E::template host_walk_for<K>;
+    else return host_walk::elements;
+}
+
+// The walk of several evaluators read together: elements if any needs it,
+// else chunks if any gains from them.
+template <std::size_t K, class... E>
+constexpr host_walk host_walk_of_all()
+{
+    constexpr host_walk walks[] = {host_walk::either, host_walk_of<E, K>()...};
+    host_walk r = host_walk::either;
+    for (const host_walk w : walks) {
+        if (w == host_walk::elements) return w;
+        if (w == host_walk::chunks) r = w;
+    }
+    return r;
+}
+
 // One tenet: line naming what an evaluator misses; true (nothing more to
 // report at the caller) either way.
 template <class E>
@@ -164,6 +198,9 @@ void assign(const Dst& destination, const Src& source);
 
 // For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
 namespace tenet::internal {
+using detail::tensor::host_walk;
+using detail::tensor::host_walk_of;
+using detail::tensor::host_walk_of_all;
 using detail::tensor::check_expression;
 using detail::tensor::check_prepare;
 using detail::tensor::check_evaluator;

@@ -9,6 +9,7 @@
 #include "../numeric/convert.hpp"
 #include "../numeric/vec.hpp"
 #include "../shape/layout.hpp"
+#include "expression.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -77,6 +78,14 @@ TENET_UNROLL
     }
 
     static constexpr std::size_t smallest_element = sizeof(T);
+
+    // Chunks pay where the element loop would gather: a broadcast or
+    // another strided layout whose K-chunks are vector loads or one value.
+    template <std::size_t K>
+    static constexpr host_walk host_walk_for =
+        map::contiguous ? host_walk::either
+        : map::template chunk<K> == chunk_access::gather ? host_walk::elements
+                                                          : host_walk::chunks;
 
     // Calls f(leaf, direct) for every leaf; direct is false under a view node
     // that re-indexes (aliasing checks need to know).

@@ -111,12 +111,13 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
-        static_assert(check_model_input<In, X>());
-        if (training_) {
-            ++step_;
-            step_counter_ = step_counter_ + 1.0;  // a kernel: a captured step counts on each replay
+        if constexpr (check_model_input<In, X>()) {  // (else one error, and nothing below instantiated)
+            if (training_) {
+                ++step_;
+                step_counter_ = step_counter_ + 1.0;  // a kernel: a captured step counts on each replay
+            }
+            layer_.forward(x, output_.view(), step_info_now());
         }
-        layer_.forward(x, output_.view(), step_info_now());
         return output_;
     }
 

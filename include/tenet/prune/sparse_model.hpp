@@ -142,17 +142,18 @@ public:
     {
         static_assert(host_accessible_v<typename detail::view_of<X>::place>,
                       "tenet: sparse_model::forward takes a host tensor");
-        static_assert(nn::check_model_input<In, X>());
-        const auto xm = nn::contiguous_as<Shape<rows, features>>(x);
-        f32* to = ping_.data();
-        TENET_OMP_PARALLEL_FOR_IF(blocks > 1 && rows * features >= 32768)
-        for (std::size_t b = 0; b < blocks; ++b)
-            for (std::size_t k = 0; k < features; ++k)
-                for (std::size_t i = 0; i < block; ++i) {
-                    const std::size_t r = b * block + i;
-                    to[(b * features + k) * block + i] = r < rows ? convert<f32>(xm.data()[r * features + k]) : 0.0f;
-                }
-        run_from<0>(ping_.data(), pong_.data());
+        if constexpr (nn::check_model_input<In, X>()) {
+            const auto xm = nn::contiguous_as<Shape<rows, features>>(x);
+            f32* to = ping_.data();
+            TENET_OMP_PARALLEL_FOR_IF(blocks > 1 && rows * features >= 32768)
+            for (std::size_t b = 0; b < blocks; ++b)
+                for (std::size_t k = 0; k < features; ++k)
+                    for (std::size_t i = 0; i < block; ++i) {
+                        const std::size_t r = b * block + i;
+                        to[(b * features + k) * block + i] = r < rows ? convert<f32>(xm.data()[r * features + k]) : 0.0f;
+                    }
+            run_from<0>(ping_.data(), pong_.data());
+        }
         return output_;
     }
 

@@ -472,8 +472,7 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
-        static_assert(nn::check_model_input<In, X>());
-        run<0>(nn::contiguous_as<In>(x));
+        if constexpr (nn::check_model_input<In, X>()) run<0>(nn::contiguous_as<In>(x));
         return output_;
     }
 

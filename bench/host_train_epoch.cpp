@@ -3,12 +3,15 @@
 // padded and masked), batch 256, AdamW(lr 1e-3, weight decay 1e-2), softmax
 // cross-entropy, f32 (and bf16_mixed for reference). One warm-up epoch, then
 // the median of 3, printed as the peers print theirs: one JSON line per mode.
-//   bench_host_train_epoch [--model mlp|cnn] [--samples N] [--policy all|f32|bf16_mixed]
+//   bench_host_train_epoch [--model mlp|cnn|vit] [--samples N] [--policy all|f32|bf16_mixed]
 // mlp: 784-256-128-10 (ReLU), all 60000 samples. cnn: the Fashion-MNIST
 // example's CNN (conv 3x3 32 + ReLU + BatchNorm + max pool, conv 3x3 64 +
 // ReLU + BatchNorm + max pool, dropout 0.25, dense 128 + ReLU, dense 10) on
 // 28x28x1 images, on the first 10240 samples by default (an epoch of all
-// 60000 takes minutes on two cores).
+// 60000 takes minutes on two cores). vit: the Fashion-MNIST example's Vision
+// Transformer (7x7 patches embedded to 64, learned positions, 4 pre-norm
+// encoder layers of 4 heads with MLP 128 and dropout 0.1, mean pooling,
+// LayerNorm, dense 10), on the first 10240 samples by default.
 #include <tenet/tenet.hpp>
 
 #include <algorithm>
@@ -28,6 +31,9 @@ using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>,
 using cnn = nn::Sequential<nn::Conv2d<1, 32, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<32>, nn::MaxPool2d<2>,
                            nn::Conv2d<32, 64, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<64>, nn::MaxPool2d<2>, nn::Flatten,
                            nn::Dropout<std::ratio<1, 4>>, nn::Linear<3136, 128>, nn::ReLU, nn::Linear<128, 10>>;
+using vit_encoder = nn::TransformerEncoderLayer<64, 4, 128, false, std::ratio<1, 10>>;
+using vit = nn::Sequential<nn::PatchEmbed<7, 1, 64>, nn::PositionalEmbedding<16, 64>, vit_encoder, vit_encoder,
+                           vit_encoder, vit_encoder, nn::MeanPool<1>, nn::LayerNorm<64>, nn::Linear<64, 10>>;
 
 template <class Net, class In, class P>
 void run(const char* model, const char* mode, const data::mnist_split& train_set)
@@ -67,7 +73,11 @@ int main(int argc, char** argv)
         else if (std::strcmp(argv[i], "--policy") == 0) policy = argv[i + 1];
     }
     data::mnist_dataset set = data::load_mnist(data::fashion_mnist_dir);
-    if (model == "cnn") {
+    if (model == "vit") {
+        set.train = data::subset(set.train, samples ? samples : 10240);
+        if (policy != "bf16_mixed") run<vit, Shape<batch, 28, 28, 1>, fp32>("vit", "host-f32", set.train);
+        if (policy != "f32") run<vit, Shape<batch, 28, 28, 1>, bf16_mixed>("vit", "host-bf16_mixed", set.train);
+    } else if (model == "cnn") {
         set.train = data::subset(set.train, samples ? samples : 10240);
         if (policy != "bf16_mixed") run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train);
         if (policy != "f32") run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train);

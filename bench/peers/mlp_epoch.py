@@ -6,7 +6,12 @@ in jax.numpy): the peers of tenet's training benchmark
 example's CNN instead, on 28x28x1 images: conv 3x3 32 + ReLU + BatchNorm +
 max pool 2, conv 3x3 64 + ReLU + BatchNorm + max pool 2, dropout 0.25, dense
 128 + ReLU, dense 10, in PyTorch's channels_last memory format (NHWC, as
-tenet), on the first --samples samples (10240 by default).
+tenet), on the first --samples samples (10240 by default). With --model vit
+(PyTorch only), the example's Vision Transformer on the same images: 7x7
+patches embedded to 64 (a Conv2d of kernel and stride 7, as tenet's
+PatchEmbed computes), learned positions, 4 pre-norm
+nn.TransformerEncoderLayer(64, 4 heads, MLP 128, GELU, dropout 0.1,
+batch_first, norm_first), mean over the 16 tokens, LayerNorm, dense 10.
 
 Batch 256, AdamW(lr=1e-3, weight_decay=1e-2), softmax cross-entropy with
 mean reduction, on Fashion-MNIST (normalised as tenet's loader does:
@@ -73,8 +78,31 @@ def time_epochs(run_epoch, epochs):
     return statistics.median(seconds)
 
 
+def torch_vit(torch):
+    nn = torch.nn
+
+    class ViT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Conv2d(1, 64, 7, stride=7)
+            self.pos = nn.Parameter(torch.randn(1, 16, 64) * 0.02)
+            layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.1, activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(64)
+            self.head = nn.Linear(64, 10)
+
+        def forward(self, x):
+            tokens = self.proj(x).flatten(2).transpose(1, 2) + self.pos
+            return self.head(self.norm(self.encoder(tokens).mean(1)))
+
+    return ViT()
+
+
 def torch_model(torch, model_name):
     nn = torch.nn
+    if model_name == "vit":
+        return torch_vit(torch)
     if model_name == "cnn":
         return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
@@ -93,6 +121,8 @@ def torch_modes(x_np, y_np, threads, compile_too, model_name):
     x_all, y_all = torch.from_numpy(x_np), torch.from_numpy(y_np).long()
     if model_name == "cnn":
         x_all = x_all.reshape(-1, 1, 28, 28).contiguous(memory_format=torch.channels_last)
+    if model_name == "vit":
+        x_all = x_all.reshape(-1, 1, 28, 28)
     modes = []
     for mode in ["eager"] + (["compile"] if compile_too else []):
         model = torch_model(torch, model_name)
@@ -178,16 +208,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--framework", choices=["torch", "jax"], required=True)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (median)")
-    parser.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    parser.add_argument("--model", choices=["mlp", "cnn", "vit"], default="mlp")
     parser.add_argument("--samples", type=int, default=None,
                         help="the first N training samples (default: 60000 for the MLP, 10240 for the CNN)")
     parser.add_argument("--no-compile", action="store_true", help="torch: eager only")
     args = parser.parse_args()
 
-    if args.model == "cnn" and args.framework != "torch":
-        parser.error("--model cnn: the PyTorch peer only")
+    if args.model != "mlp" and args.framework != "torch":
+        parser.error(f"--model {args.model}: the PyTorch peer only")
     threads = len(os.sched_getaffinity(0))
-    x, y, data = load_train(args.samples or (10240 if args.model == "cnn" else 60000))
+    x, y, data = load_train(args.samples or (60000 if args.model == "mlp" else 10240))
     modes = torch_modes if args.framework == "torch" else jax_modes
     for mode, run_epoch in modes(x, y, threads, not args.no_compile, args.model):
         try:

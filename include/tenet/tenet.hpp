@@ -14,6 +14,7 @@
 #include "expr/expr.hpp"
 #include "exec/exec.hpp"
 #include "reduce/reduce.hpp"
+#include "index/index.hpp"
 #include "rowwise/rowwise.hpp"
 #include "linalg/linalg.hpp"
 #include "autodiff/autodiff.hpp"

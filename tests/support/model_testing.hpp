@@ -135,19 +135,20 @@ std::map<std::string, std::pair<std::size_t, std::size_t>> parameter_table(M& m)
     return table;
 }
 
-// L = sum(r * model(x)); its gradient by backward(r) vs central differences.
-template <class Model, class X, class R>
-void check_parameter_gradients(Model& m, const X& x, const R& r, double tolerance)
+// L = sum(r * forward()); its gradient by backward(r) vs central
+// differences. forward runs the model (m.forward(x), or with more inputs).
+template <class Model, class Forward, class R>
+void check_parameter_gradients_of(Model& m, Forward&& forward, const R& r, double tolerance)
 {
     using tenet::convert, tenet::f64;
     using S = typename Model::output_shape;
     auto loss = [&] {
-        const auto& y = m.forward(x);
+        const auto& y = forward();
         double l = 0;
         for (std::size_t i = 0; i < S::numel; ++i) l += convert<f64>(r.data()[i]) * convert<f64>(y.data()[i]);
         return l;
     };
-    m.forward(x);
+    forward();
     m.backward(r);
     const std::vector<double> analytic = as_doubles<tenet::Shape<Model::flat_numel>>(m.gradients());
     std::size_t checked = 0;
@@ -168,6 +169,12 @@ void check_parameter_gradients(Model& m, const X& x, const R& r, double toleranc
         }
     }
     CHECK(checked == Model::parameter_count);
+}
+
+template <class Model, class X, class R>
+void check_parameter_gradients(Model& m, const X& x, const R& r, double tolerance)
+{
+    check_parameter_gradients_of(m, [&]() -> const auto& { return m.forward(x); }, r, tolerance);
 }
 
 // The same for a float64 model on random inputs (training mode).

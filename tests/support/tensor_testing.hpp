@@ -45,6 +45,17 @@ void fill_random(Tensor<T, S, P>& t, std::uint64_t seed, double (*source)(std::m
     for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = convert<T>(source(rng));
 }
 
+// i32 tokens drawn uniformly from [0, vocab).
+template <class S>
+Tensor<i32, S, Host> random_tokens(std::uint64_t seed, int vocab)
+{
+    Tensor<i32, S, Host> t;
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> pick(0, vocab - 1);
+    for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = pick(rng);
+    return t;
+}
+
 // Bytes that no honest computation produces in bulk: unwritten outputs show.
 template <class T, class S, class P>
 void poison(Tensor<T, S, P>& t)

@@ -145,6 +145,9 @@ struct step_info {
     // A Checkpointed segment's second forward, recomputing what the first
     // computed: layers with state (BatchNorm's running statistics) leave it.
     bool recompute = false;
+    // Each sequence's valid length (i32, one per batch entry, in the model's
+    // place): attention ignores the keys past it. Null: every key counts.
+    const i32* sequence_lengths = nullptr;
 };
 
 // Passed as dx when the input needs no gradient (the model's first layer).
@@ -227,6 +230,33 @@ constexpr bool check_model_input()
     using given = typename std::decay_t<X>::shape;
     return diagnose<std::is_same_v<given, In>, detail::model_input_shape_failure<In, given>>::value;
 }
+
+// The element type a spec's layers take as input: the precision policy's
+// storage type, unless the spec names another with
+//   template <class P> using input_element = ...;
+// (nn::Embedding: i32 tokens; a Sequential: its first layer's). nn::model and
+// the trainer hold and stage their inputs in it.
+template <class Spec, class P>
+struct input_element {
+    using type = typename P::storage;
+};
+template <class Spec, class P>
+    requires requires { typename Spec::template input_element<P>; }
+struct input_element<Spec, P> {
+    using type = typename Spec::template input_element<P>;
+};
+template <class Spec, class P>
+using input_element_t = typename input_element<Spec, P>::type;
+
+// S with the extent N appended: Shape<E..., N>.
+template <class S, std::size_t N>
+struct with_extent_appended;
+template <std::size_t... E, std::size_t N>
+struct with_extent_appended<Shape<E...>, N> {
+    using type = Shape<E..., N>;
+};
+template <class S, std::size_t N>
+using with_extent_appended_t = typename with_extent_appended<S, N>::type;
 
 template <class Storage, class X>
 constexpr void check_input_element()

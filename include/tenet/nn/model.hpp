@@ -18,6 +18,7 @@
 // train::optimizer's save()/load(); train::trainer saves both in one file).
 #pragma once
 
+#include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../tensor/copy.hpp"
 #include "sequential.hpp"
@@ -50,6 +51,9 @@ public:
     using storage_type = typename P::storage;
     using gradient_type = gradient_t<P>;
     using input_shape = In;
+    // What forward() takes: the storage type, or i32 tokens for a model
+    // that starts with an Embedding (the spec's input_element).
+    using input_type = input_element_t<Spec, P>;
     using place = Place;
     using output_shape = typename Spec::template output_shape<In>;
     using layer_type = typename Spec::template layer<P, In, Place>;
@@ -111,6 +115,32 @@ public:
     template <class X>
     const output_tensor& forward(const X& x)
     {
+        lengths_ = nullptr;
+        return run_forward(x);
+    }
+
+    // The same, with each sequence's valid length (lengths[b] in [0, Seq]
+    // for input [Batch, Seq, ...]): attention layers ignore the keys past it
+    // (key padding), in this forward and its backward. lengths must stay
+    // alive until backward().
+    template <class X, class L>
+    const output_tensor& forward(const X& x, const L& lengths)
+    {
+        using V = decltype(tenet::destination_view(lengths));
+        static_assert(std::is_same_v<typename V::shape, Shape<In::extents[0]>> &&
+                          std::is_same_v<std::remove_cv_t<typename V::element_type>, i32> &&
+                          std::is_same_v<typename V::place, Place>,
+                      "tenet: forward(x, lengths): lengths must be i32 [Batch] in the model's place");
+        static_assert(In::rank >= 2, "tenet: forward(x, lengths): the input must be sequences [Batch, Seq, ...]");
+        check_index_range<In::extents[1] + 1>(lengths, "forward: sequence lengths");
+        lengths_ = tenet::destination_view(lengths).data();
+        return run_forward(x);
+    }
+
+private:
+    template <class X>
+    const output_tensor& run_forward(const X& x)
+    {
         if constexpr (check_model_input<In, X>()) {  // (else one error, and nothing below instantiated)
             if (training_) {
                 ++step_;
@@ -121,6 +151,7 @@ public:
         return output_;
     }
 
+public:
     // Gradients of every parameter, given the gradient of the output (dy has
     // the output's shape). Overwrites the gradient buffer. dy of another
     // element type (an f32 dy for a bf16 model) or an expression is converted
@@ -288,7 +319,7 @@ private:
         if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }
 
-    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data()}; }
+    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_}; }
 
     // A tensor or view holding elements of T (what the layers read in place).
     template <class D, class T>
@@ -309,6 +340,7 @@ private:
     std::unique_ptr<output_tensor> staged_dy_;  // dy converted to the storage type, made on first need
     Tensor<f64, Shape<>, Place> step_counter_;   // step_ in the model's place (exact to 2^53 steps)
     std::uint64_t seed_;
+    const i32* lengths_ = nullptr;  // the last forward's sequence lengths (null: none)
     std::uint64_t step_ = 0;
     bool training_ = true;
 };

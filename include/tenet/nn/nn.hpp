@@ -1,12 +1,16 @@
 // tenet::nn layers: Linear, activations, LayerNorm, Dropout, Conv2d, pooling,
-// BatchNorm2d, Flatten, Sequential, the owning model, and initialisers. See
+// BatchNorm2d, Flatten, Embedding, PositionalEmbedding, MeanPool, Residual,
+// MultiHeadAttention, TransformerEncoderLayer, PatchEmbed, LastToken,
+// Sequential, the owning model, and initialisers. See
 // layer.hpp for the protocol.
 #pragma once
 
 #include "activation_layers.hpp"
+#include "attention.hpp"
 #include "batchnorm_layer.hpp"
 #include "conv_layer.hpp"
 #include "dropout.hpp"
+#include "embedding.hpp"
 #include "flatten.hpp"
 #include "init.hpp"
 #include "layer.hpp"
@@ -14,5 +18,9 @@
 #include "linear_layer.hpp"
 #include "linear_units.hpp"
 #include "model.hpp"
+#include "patch_embed.hpp"
 #include "pooling_layers.hpp"
+#include "residual.hpp"
+#include "sequence_pooling.hpp"
 #include "sequential.hpp"
+#include "transformer.hpp"

@@ -313,6 +313,9 @@ template <class... Layers>
 struct Sequential {
     using units = typename detail::group<0, type_list<>, Layers...>::type;
     static constexpr std::size_t unit_count = list_size<units>;
+    // What its first layer takes (i32 tokens for an Embedding).
+    template <class P>
+    using input_element = input_element_t<at_t<0, type_list<Layers...>>, P>;
 
     template <class In>
     using shapes = typename detail::chain_shapes<In, units>::type;
@@ -338,6 +341,8 @@ struct Sequential {
 template <class... Layers>
 struct Checkpointed {
     using inner = Sequential<Layers...>;
+    template <class P>
+    using input_element = typename inner::template input_element<P>;
 
     template <class In>
     using output_shape = typename inner::template output_shape<In>;

@@ -87,6 +87,7 @@ public:
     using master_type = nn::gradient_t<policy>;
     using output_shape = typename Model::output_shape;
     using input_shape = typename Model::input_shape;
+    using input_type = typename Model::input_type;  // the storage type, or i32 tokens
     static constexpr bool on_host = host_accessible_v<place>;
     static_assert(detail::check_loss<Loss, policy, output_shape, place>());
     using loss_type = detail::bound_loss_t<Loss, policy, output_shape, place>;
@@ -109,7 +110,7 @@ public:
     trainer(const trainer&) = delete;
     trainer& operator=(const trainer&) = delete;
 
-    // One micro-batch: x of the model's input shape (storage type), the
+    // One micro-batch: x of the model's input shape (input_type), the
     // loss's targets (cross-entropy: i32 labels of the output's row shape;
     // mean_squared_error: values of the output's shape) and valid (1: a real
     // row, 0: padding) of the output's row shape.
@@ -368,7 +369,13 @@ private:
     void stage(const X& x, const Valid& valid)
     {
         const auto row = broadcast_to<input_shape>(reshape<row_mask_shape>(valid));
-        staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
+        if constexpr (std::is_integral_v<input_type>)
+            // Tokens have no NaN: padding rows read token 0, and a mask entry other
+            // than 0 and 1 counts as a real row unless the batch is checked
+            // (always on the host; check_batches on the device).
+            staged_ = where(row == 0, 0, x);
+        else
+            staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
     }
 
     double read(const Tensor<f32, Shape<>, place>& t) const
@@ -396,7 +403,7 @@ private:
     loss_type loss_;
     buffer<master_type, place> accumulated_;
     Tensor<storage_type, output_shape, place> dprediction_;
-    Tensor<storage_type, input_shape, place> staged_;  // x with padding rows 0
+    Tensor<input_type, input_shape, place> staged_;  // x with padding rows 0
     Tensor<f32, Shape<>, place> batch_loss_;
     Tensor<f32, Shape<>, place> loss_sum_;
     Tensor<f32, Shape<>, place> correct_;  // accuracy(): correct predictions and the rows they came from

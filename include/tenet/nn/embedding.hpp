@@ -1,0 +1,185 @@
+// Embedding<Vocab, Dim>: integer tokens [Batch, Seq] (any shape of i32) ->
+// vectors [Batch, Seq, Dim], row tokens[b, s] of the weight [Vocab, Dim]
+// (PyTorch's nn.Embedding: the parameter "weight", drawn from N(0, 1)). The
+// forward is the fusable gather take<0>(weight, tokens); the backward is the
+// deterministic scatter-add of dy into the weight gradient (index/): the same
+// bits on every run, host and device. A token outside [0, Vocab) is a
+// tenet::index_error before anything is written. Tokens are the model's
+// input (the spec's input_element is i32), so Embedding comes first.
+//
+// PositionalEmbedding<Seq, Dim>: a learned position vector added to every
+// sequence [..., Seq, Dim] (the parameter "weight" [Seq, Dim], drawn from
+// N(0, 0.02^2) as GPT-2 and ViT do); its gradient is dy summed over the batch.
+#pragma once
+
+#include "../index/index.hpp"
+#include "layer.hpp"
+
+namespace tenet::nn {
+namespace detail {
+
+template <std::size_t Vocab, std::size_t Dim>
+struct embedding_input_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: Embedding<") + decimal<Vocab>() + fixed_string(", ") + decimal<Dim>() +
+               fixed_string("> takes integer tokens (i32): cast the input, or put the Embedding first");
+    }
+};
+
+template <precision_policy P, class S, class Place, std::size_t Vocab, std::size_t Dim>
+class embedding_layer {
+    using storage = typename P::storage;
+    using gradient = gradient_t<P>;
+    using weight_shape = Shape<Vocab, Dim>;
+    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<weight_shape, Place>());
+
+public:
+    using input_shape = S;
+    using output_shape = with_extent_appended_t<S, Dim>;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = Vocab * Dim;
+    static constexpr std::size_t parameter_numel = padded_numel<storage>(Vocab * Dim);
+    static constexpr std::size_t activation_bytes = 0;  // it keeps a pointer to the tokens
+    static constexpr std::size_t activation_gradient_bytes = 0;
+
+    template <class Slice>
+    explicit embedding_layer(Slice& parameters)
+        : weight_(parameters.template take<weight_shape, Place>()), stream_(parameters.next_stream())
+    {
+    }
+
+    void initialize(std::uint64_t seed) { fill_normal(weight_.first, {seed, stream_}, 1.0); }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info&)
+    {
+        using element = std::remove_cv_t<std::remove_pointer_t<decltype(tenet::destination_view(x).data())>>;
+        constexpr bool tokens = std::is_same_v<element, i32>;
+        static_assert(diagnose<tokens, embedding_input_failure<Vocab, Dim>>::value);
+        if constexpr (tokens) {
+            const auto t = contiguous_as<S>(x);
+            tokens_ = t.data();
+            assign(contiguous_as<output_shape>(y), take<0>(weight_.first, t));
+        }
+    }
+
+    // Tokens have no gradient: dx is no_input_gradient (Embedding is first).
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX&, const step_info&, Prev&)
+    {
+        static_assert(is_no_input_gradient<DX>, "tenet: Embedding takes the model's tokens: it must be the first layer");
+        assign(weight_.second, 0);
+        scatter_add_rows(weight_.second, make_view<S, Place>(tokens_), contiguous_as<output_shape>(dy));
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        f(prefix + "weight", weight_.first, weight_.second);
+    }
+
+private:
+    views weight_;
+    std::uint64_t stream_;
+    const i32* tokens_ = nullptr;
+};
+
+template <std::size_t Seq, std::size_t Dim, class S>
+struct positional_input_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: PositionalEmbedding<") + decimal<Seq>() + fixed_string(", ") + decimal<Dim>() +
+               fixed_string("> fed ") + shape_name<S>::text() + fixed_string(": its last two extents must be ") +
+               decimal<Seq>() + fixed_string(", ") + decimal<Dim>();
+    }
+};
+
+template <std::size_t Seq, std::size_t Dim, class S>
+struct positional_output {
+    static constexpr bool fits = S::rank >= 2 && S::extents[S::rank - 1] == Dim && S::extents[S::rank - 2] == Seq;
+    static_assert(diagnose<fits, positional_input_failure<Seq, Dim, S>>::value);
+    using type = S;
+};
+
+template <precision_policy P, class S, class Place, std::size_t Seq, std::size_t Dim>
+class positional_embedding_layer {
+    using storage = typename P::storage;
+    using gradient = gradient_t<P>;
+    using table_shape = Shape<Seq, Dim>;
+    // every sequence as one row of Seq * Dim values
+    using rows = Shape<S::numel / (Seq * Dim), Seq * Dim>;
+    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<table_shape, Place>());
+
+public:
+    using input_shape = S;
+    using output_shape = S;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = Seq * Dim;
+    static constexpr std::size_t parameter_numel = padded_numel<storage>(Seq * Dim);
+    static constexpr std::size_t activation_bytes = 0;
+    static constexpr std::size_t activation_gradient_bytes = 0;
+
+    template <class Slice>
+    explicit positional_embedding_layer(Slice& parameters)
+        : table_(parameters.template take<table_shape, Place>()), stream_(parameters.next_stream())
+    {
+    }
+
+    void initialize(std::uint64_t seed) { fill_normal(table_.first, {seed, stream_}, 0.02); }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info&)
+    {
+        check_input_element<storage, X>();
+        assign(contiguous_as<rows>(y), contiguous_as<rows>(x) + broadcast_to<rows>(flat(table_.first)));
+    }
+
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    {
+        const auto g = contiguous_as<rows>(dy);
+        assign(flat(table_.second), sum<0>(g, keepdims));
+        if constexpr (!is_no_input_gradient<DX>) assign(contiguous_as<rows>(dx), g);
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        f(prefix + "weight", table_.first, table_.second);
+    }
+
+private:
+    template <class V>
+    static auto flat(const V& v)
+    {
+        return contiguous_as<Shape<1, Seq * Dim>>(v);
+    }
+
+    views table_;
+    std::uint64_t stream_;
+};
+
+}  // namespace detail
+
+template <std::size_t Vocab, std::size_t Dim>
+struct Embedding {
+    static_assert(Vocab >= 1 && Dim >= 1, "tenet: Embedding<Vocab, Dim>: both must be at least 1");
+    static_assert(Vocab <= (std::size_t{1} << 31), "tenet: Embedding<Vocab, Dim>: tokens are i32, so Vocab <= 2^31");
+    template <class P>
+    using input_element = i32;
+    template <class S>
+    using output_shape = with_extent_appended_t<S, Dim>;
+    template <precision_policy P, class S, class Place>
+    using layer = detail::embedding_layer<P, S, Place, Vocab, Dim>;
+};
+
+template <std::size_t Seq, std::size_t Dim>
+struct PositionalEmbedding {
+    template <class S>
+    using output_shape = typename detail::positional_output<Seq, Dim, S>::type;
+    template <precision_policy P, class S, class Place>
+    using layer = detail::positional_embedding_layer<P, S, Place, Seq, Dim>;
+};
+
+}  // namespace tenet::nn

@@ -1,0 +1,113 @@
+// Residual<Layers...>: y = x + f(x), f being Sequential<Layers...> (any
+// layers, Checkpointed segments included), which must keep the shape. The
+// layer keeps f's output in a tensor of its own (f's last layer may keep its
+// output for its backward), so the forward is f, then one add; the backward
+// is f's backward, then dx += dy. Parameter and buffer names are f's, under
+// the Residual's prefix ("1.0.weight" for the first Linear of a Residual at
+// index 1 of a Sequential).
+#pragma once
+
+#include "sequential.hpp"
+
+namespace tenet::nn {
+namespace detail {
+
+template <class In, class Out>
+struct residual_shape_failure {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: Residual: its layers must keep the shape: fed ") + shape_name<In>::text() +
+               fixed_string(" they give ") + shape_name<Out>::text();
+    }
+};
+
+template <class Inner, class S>
+struct residual_output {
+    using out = typename Inner::template output_shape<S>;
+    static_assert(diagnose<std::is_same_v<out, S>, residual_shape_failure<S, out>>::value);
+    using type = S;
+};
+
+template <precision_policy P, class S, class Place, class Inner>
+class residual_layer {
+    using storage = typename P::storage;
+    using inner_t = typename Inner::template layer<P, S, Place>;
+    using branch_t = Tensor<storage, S, Place>;
+
+public:
+    using input_shape = S;
+    using output_shape = S;
+    static constexpr bool wants_preactivation_gradient = false;
+    static constexpr std::size_t parameter_count = inner_t::parameter_count;
+    static constexpr std::size_t parameter_numel = inner_t::parameter_numel;
+    static constexpr std::size_t buffer_numel = buffer_numel_v<inner_t>;
+    static constexpr std::size_t activation_bytes = inner_t::activation_bytes + branch_t::bytes;
+    static constexpr std::size_t activation_gradient_bytes = inner_t::activation_gradient_bytes;
+    static constexpr std::size_t recompute_bytes = recompute_bytes_v<inner_t>;
+
+    template <class Slice>
+    explicit residual_layer(Slice& parameters) : inner_(parameters)
+    {
+    }
+
+    void initialize(std::uint64_t seed) { inner_.initialize(seed); }
+
+    template <class X, class Y>
+    void forward(const X& x, const Y& y, const step_info& step)
+    {
+        check_input_element<storage, X>();
+        inner_.forward(x, branch_.view(), step);
+        assign(contiguous_as<S>(y), contiguous_as<S>(x) + branch_);
+    }
+
+    // f's first layer is handed no previous layer: the gradient it gives is
+    // that of the Residual's input, to which dy is then added.
+    template <class DY, class DX, class Prev>
+    void backward(const DY& dy, const DX& dx, const step_info& step, Prev&)
+    {
+        static_assert(!Prev::wants_preactivation_gradient, "tenet: internal: a fused unit before a Residual");
+        no_previous_layer none;
+        inner_.backward(dy, dx, step, none);
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto d = contiguous_as<S>(dx);
+            assign(d, d + contiguous_as<S>(dy));
+        }
+    }
+
+    template <class F>
+    void for_each_parameter(F&& f, const std::string& prefix)
+    {
+        inner_.for_each_parameter(f, prefix);
+    }
+
+    template <class F>
+    void for_each_buffer(F&& f, const std::string& prefix)
+    {
+        if constexpr (buffer_numel > 0) inner_.for_each_buffer(f, prefix);
+    }
+
+    template <class F>
+    void for_each_layer(F&& f)
+    {
+        inner_.for_each_layer(f);
+    }
+
+private:
+    inner_t inner_;
+    branch_t branch_;
+};
+
+}  // namespace detail
+
+template <class... Layers>
+struct Residual {
+    using inner = Sequential<Layers...>;
+
+    template <class S>
+    using output_shape = typename detail::residual_output<inner, S>::type;
+
+    template <precision_policy P, class S, class Place>
+    using layer = detail::residual_layer<P, S, Place, inner>;
+};
+
+}  // namespace tenet::nn

@@ -47,10 +47,13 @@ void host_scatter_add_rows(G* dst, const i32* indices, const S* src, std::size_t
 
 #if TENET_CUDA_COMPILER
 
-__global__ void __launch_bounds__(tenet::block_threads) scatter_positions_kernel(i32* positions, std::uint32_t count)
+// (A template, as every kernel in a header: one definition however many
+// translation units include it.)
+template <class Index>
+__global__ void __launch_bounds__(tenet::block_threads) scatter_positions_kernel(Index* positions, std::uint32_t count)
 {
     const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < count) positions[j] = static_cast<i32>(j);
+    if (j < count) positions[j] = static_cast<Index>(j);
 }
 
 // Thread (i, c): if sorted entry i starts a group of equal indices, it adds
@@ -89,7 +92,7 @@ void device_scatter_add_rows(G* dst, const i32* indices, const S* src, std::size
     i32* keys = positions + count;
     i32* sorted_positions = keys + count;
     {
-        constexpr auto kernel = scatter_positions_kernel;
+        constexpr auto kernel = scatter_positions_kernel<i32>;
         kernel<<<grid_for<kernel, block_threads>(count), block_threads, 0, stream.get()>>>(positions, n);
         TENET_CUDA_CHECK(cudaGetLastError());
     }

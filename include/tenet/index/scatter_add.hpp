@@ -3,7 +3,9 @@
 // weight gradient), deterministic: the same bits on every run, and the same
 // on the host and the device.
 //   dst [N, D...] (writable), indices [I...] (i32), src [I..., D...]
-// Every index is checked first (tenet::index_error, dst unchanged).
+// Every index is checked first (tenet::index_error, dst unchanged); inside a
+// CUDA Graph capture, where nothing can be read back, a row whose index is
+// out of range is left out instead (take has marked its forward with NaN).
 // Host: each thread owns a range of columns and walks j in order. Device:
 // a stable radix sort of (index, j) pairs (CUB) groups equal indices with j
 // increasing; one thread per (group, column) adds its group in that order.
@@ -57,17 +59,19 @@ __global__ void __launch_bounds__(tenet::block_threads) scatter_positions_kernel
 }
 
 // Thread (i, c): if sorted entry i starts a group of equal indices, it adds
-// the group's rows (j increasing) into column c of their destination row.
+// the group's rows (j increasing) into column c of their destination row. A
+// group whose index is outside [0, rows) (only where it could not be checked
+// first: a CUDA Graph capture) is left out.
 template <class G, class S>
 __global__ void __launch_bounds__(tenet::block_threads)
     scatter_groups_kernel(G* dst, const i32* keys, const i32* positions, const S* src, std::uint32_t count,
-                          std::uint32_t width)
+                          std::uint32_t width, std::uint32_t rows)
 {
     const std::uint64_t t = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
     if (t >= std::uint64_t{count} * width) return;
     const std::uint32_t i = static_cast<std::uint32_t>(t / width), c = static_cast<std::uint32_t>(t % width);
     const i32 key = keys[i];
-    if (i > 0 && keys[i - 1] == key) return;
+    if ((i > 0 && keys[i - 1] == key) || key < 0 || static_cast<std::uint32_t>(key) >= rows) return;
     G* out = dst + static_cast<std::uint64_t>(key) * width + c;
     f32 acc = convert<f32>(*out);
     for (std::uint32_t k = i; k < count && keys[k] == key; ++k)
@@ -75,17 +79,21 @@ __global__ void __launch_bounds__(tenet::block_threads)
     *out = convert<G>(acc);
 }
 
+// checked: the indices are known to lie in [0, Extent), so the sort needs
+// only the bits that span it; otherwise it sorts all 32, keeping every
+// group of equal indices together.
 template <std::size_t Extent, class G, class S>
 void device_scatter_add_rows(G* dst, const i32* indices, const S* src, std::size_t count, std::size_t width,
-                             stream_ref stream)
+                             bool checked, stream_ref stream)
 {
     using tenet::block_threads;
     using tenet::grid_for;
-    constexpr int key_bits = [] {
+    constexpr int extent_bits = [] {
         int bits = 1;
         while (bits < 31 && (std::size_t{1} << bits) < Extent) ++bits;
         return bits;
     }();
+    const int key_bits = checked ? extent_bits : 32;
     const auto n = static_cast<std::uint32_t>(count);
     buffer<i32, Device> pairs(4 * count, stream);  // positions, sorted keys, sorted positions
     i32* positions = pairs.data();
@@ -104,7 +112,7 @@ void device_scatter_add_rows(G* dst, const i32* indices, const S* src, std::size
                                                      sorted_positions, n, 0, key_bits, stream.get()));
     constexpr auto kernel = scatter_groups_kernel<G, S>;
     kernel<<<grid_for<kernel, block_threads>(count * width), block_threads, 0, stream.get()>>>(
-        dst, keys, sorted_positions, src, n, static_cast<std::uint32_t>(width));
+        dst, keys, sorted_positions, src, n, static_cast<std::uint32_t>(width), static_cast<std::uint32_t>(Extent));
     TENET_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -162,7 +170,8 @@ void scatter_add_rows(const Dst& dst, const Indices& indices, const Src& src)
     static_assert(host_accessible_v<place> || TENET_CUDA_COMPILER,
                   "tenet: scatter_add_rows on the device needs a CUDA compiler: compile this file with nvcc");
     if constexpr (shapes::fits) {
-        check_index_range<shapes::rows>(indices, "scatter_add_rows");
+        const bool checked = can_check_indices<place>();
+        if (checked) check_index_range<shapes::rows>(indices, "scatter_add_rows");
         auto* out = detail::index::contiguous_data(dst);
         const i32* at = detail::index::contiguous_data(indices);
         const auto* from = detail::index::contiguous_data(src);
@@ -170,7 +179,7 @@ void scatter_add_rows(const Dst& dst, const Indices& indices, const Src& src)
             detail::index::host_scatter_add_rows(out, at, from, shapes::count, shapes::width);
         } else {
 #if TENET_CUDA_COMPILER
-            detail::index::device_scatter_add_rows<shapes::rows>(out, at, from, shapes::count, shapes::width,
+            detail::index::device_scatter_add_rows<shapes::rows>(out, at, from, shapes::count, shapes::width, checked,
                                                                  current_stream());
 #endif
         }

@@ -6,7 +6,9 @@
 // Every index is checked to lie in [0, N) when the expression is assigned,
 // before anything is written (check_index_range: once per assignment, not per
 // element); out of range is a tenet::index_error and the destination is
-// unchanged. Rows of the table (the extents after Axis) are read as vector
+// unchanged. Inside a CUDA Graph capture nothing can be read back: there an
+// index out of range reads NaN (a floating table; an integer one is refused),
+// so a captured training step with a bad token is a non-finite step. Rows of the table (the extents after Axis) are read as vector
 // chunks when their length allows.
 #pragma once
 
@@ -47,18 +49,33 @@ struct take_eval {
 
     // Element i is (outer, j, inner): table element (outer, indices[j], inner).
     template <class Index>
-    TENET_HD Index source(Index i) const
+    TENET_HD std::int64_t picked(Index i) const
     {
-        const Index in_slice = i % Inner, rest = i / Inner;
-        const Index j = rest % Count, outer = rest / Count;
-        const Index k = static_cast<Index>(indices.at(j));
-        return (outer * Extent + k) * Inner + in_slice;
+        return indices.at((i / Inner) % Count);
+    }
+
+    template <class Index>
+    TENET_HD static Index source(Index i, std::int64_t k)
+    {
+        const Index in_slice = i % Inner, outer = i / Inner / Count;
+        return (outer * Extent + static_cast<Index>(k)) * Inner + in_slice;
+    }
+
+    // An index outside [0, Extent) reaches here only where it could not be
+    // checked first (a CUDA Graph capture): it reads NaN, never outside the table.
+    TENET_HD static bool outside(std::int64_t k) { return k < 0 || k >= static_cast<std::int64_t>(Extent); }
+
+    TENET_HD static value_type missing()
+    {
+        if constexpr (is_floating_v<value_type>) return numeric_traits<value_type>::quiet_nan();
+        else return value_type{};  // (never read: prepare() refuses unchecked integer tables)
     }
 
     template <class Index>
     TENET_HD value_type at(Index i) const
     {
-        return table.at(source(i));
+        const std::int64_t k = picked(i);
+        return outside(k) ? missing() : table.at(source(i, k));
     }
 
     // A chunk starting at a multiple of K stays inside one slice when the
@@ -66,8 +83,12 @@ struct take_eval {
     template <std::size_t K, class Index>
     TENET_HD vec<value_type, K> chunk(Index i) const
     {
-        if constexpr (Inner % K == 0) return table.template chunk<K>(source(i));
-        else return chunk_by_elements<K>(*this, i);
+        if constexpr (Inner % K == 0) {
+            const std::int64_t k = picked(i);
+            return outside(k) ? splat<K>(missing()) : table.template chunk<K>(source(i, k));
+        } else {
+            return chunk_by_elements<K>(*this, i);
+        }
     }
 
     template <std::size_t K>
@@ -106,8 +127,14 @@ struct take_expr {
     template <class Context>
     auto prepare(Context& context) const
     {
-        if constexpr (integer_expression<Indices>)  // (else take() has said so)
-            check_index_range<geometry::taken_extent>(indices, "take<" + std::to_string(Axis) + ">");
+        if constexpr (integer_expression<Indices>) {  // (else take() has said so)
+            const std::string what = "take<" + std::to_string(Axis) + ">";
+            if (can_check_indices<check_place<Indices>>())
+                check_index_range<geometry::taken_extent>(indices, what);
+            else if constexpr (!is_floating_v<value_type>)
+                throw error("tenet: " + what + ": a CUDA Graph capture cannot check indices, and an integer "
+                            "table has no NaN to mark a bad one with: take from it outside the capture");
+        }
         using table_eval = decltype(table.prepare(context));
         using index_eval = decltype(indices.prepare(context));
         return take_eval<table_eval, index_eval, geometry::taken_extent, Indices::shape::numel, geometry::inner>{

@@ -168,6 +168,7 @@ struct Embedding {
     static_assert(Vocab <= (std::size_t{1} << 31), "tenet: Embedding<Vocab, Dim>: tokens are i32, so Vocab <= 2^31");
     template <class P>
     using input_element = i32;
+    static constexpr std::size_t input_limit = Vocab;  // tokens lie in [0, Vocab)
     template <class S>
     using output_shape = with_extent_appended_t<S, Dim>;
     template <precision_policy P, class S, class Place>

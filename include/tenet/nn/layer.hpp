@@ -248,6 +248,17 @@ struct input_element<Spec, P> {
 template <class Spec, class P>
 using input_element_t = typename input_element<Spec, P>::type;
 
+// The bound integer inputs must lie below (an Embedding's Vocab), from
+//   static constexpr std::size_t input_limit = ...;
+// in the spec (a Sequential: its first layer's); 0 where there is none. The
+// trainer checks a batch's tokens against it before the step.
+template <class Spec>
+constexpr std::size_t input_limit_of()
+{
+    if constexpr (requires { Spec::input_limit; }) return Spec::input_limit;
+    else return 0;
+}
+
 // S with the extent N appended: Shape<E..., N>.
 template <class S, std::size_t N>
 struct with_extent_appended;

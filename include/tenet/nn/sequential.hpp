@@ -316,6 +316,7 @@ struct Sequential {
     // What its first layer takes (i32 tokens for an Embedding).
     template <class P>
     using input_element = input_element_t<at_t<0, type_list<Layers...>>, P>;
+    static constexpr std::size_t input_limit = input_limit_of<at_t<0, type_list<Layers...>>>();
 
     template <class In>
     using shapes = typename detail::chain_shapes<In, units>::type;
@@ -343,6 +344,7 @@ struct Checkpointed {
     using inner = Sequential<Layers...>;
     template <class P>
     using input_element = typename inner::template input_element<P>;
+    static constexpr std::size_t input_limit = inner::input_limit;
 
     template <class In>
     using output_shape = typename inner::template output_shape<In>;

@@ -39,6 +39,13 @@
 // - Padding rows (valid 0) contribute nothing, whatever x holds there (NaN,
 //   inf): the step zeroes them in its own copy of x (one fused pass), since
 //   the weight gradient's 0 * NaN would otherwise be NaN.
+// - Token models (an Embedding first: input_type i32): padding rows read
+//   token 0; a real row's token outside [0, Vocab) is a tenet::index_error
+//   before anything changes (host; device with check_batches). In a
+//   captured device step nothing can be read back: there a bad token reads
+//   NaN, so the step is non-finite (counted, and skipped with skip_nonfinite).
+//   step(x, target, valid, lengths) adds key padding: each sequence's valid
+//   length, honoured by the attention layers (checked the same way).
 // - Non-finite gradients: nonfinite_steps() counts the steps that had one
 //   (waits when asked, not per step). Loss scaling, clipping, LAMB or
 //   trainer_options{.optimizer{.skip_nonfinite = true}} skip such a step;
@@ -49,6 +56,7 @@
 //   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
 #pragma once
 
+#include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../profile/nvtx.hpp"
 #include "../reduce/reduce.hpp"
@@ -78,6 +86,8 @@ struct trainer_options {
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr, class Loss = softmax_cross_entropy>
 class trainer {
+    struct absent {};  // no lengths (step() without key padding), or no tokens to check
+
 public:
     using model_type = Model;
     using optimizer_type = tenet::train::optimizer<Model, Rule, Schedule>;
@@ -117,9 +127,25 @@ public:
     template <class X, class Target, class Valid>
     void step(const X& x, const Target& target, const Valid& valid)
     {
+        step(x, target, valid, absent{});
+    }
+
+    // The same for sequences with key padding: lengths (i32 [Batch], in the
+    // model's place) holds each sequence's valid length, which attention
+    // layers honour (model::forward(x, lengths)). Padding rows' lengths are
+    // read as 0; a real row's outside [0, Seq] is a tenet::index_error, as a
+    // real row's token outside the Embedding's vocabulary is (both checked
+    // before anything changes on the host, and with check_batches on the device).
+    template <class X, class Target, class Valid, class Lengths>
+    void step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
+    {
         stream_scope on(stream_);
-        if constexpr (on_host) loss_.check_batch(target, valid);  // before anything changes
-        else if (options_.check_batches) check_on_host(target, valid);
+        if constexpr (on_host) {  // before anything changes
+            loss_.check_batch(target, valid);
+            check_inputs(x, valid, lengths);
+        } else if (options_.check_batches) {
+            check_on_host(x, target, valid, lengths);
+        }
         model_.train();
         const std::size_t k = options_.accumulation_steps;
         const auto phase = k == 1 ? phase_kind::only
@@ -128,7 +154,8 @@ public:
         micro_ = (micro_ + 1) % k;
         ++losses_;
         const std::uint64_t before = model_.step();
-        run(graph_key{pointer(x), pointer(target), pointer(valid), phase}, [&] { eager_step(x, target, valid, phase); });
+        run(graph_key{pointer(x), pointer(target), pointer(valid), pointer(lengths), phase},
+            [&] { eager_step(x, target, valid, lengths, phase); });
         if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
     }
 
@@ -139,12 +166,15 @@ public:
     // The model in evaluation mode on one batch: adds its loss over the
     // valid rows to evaluation_loss(), and for a classifying loss counts
     // correct predictions (argmax of the logits == label) for accuracy().
-    template <class X, class Target, class Valid>
-    void evaluate(const X& x, const Target& target, const Valid& valid)
+    // Sequence models may pass lengths, as to step(); tokens and lengths are
+    // staged (padding rows 0) and checked as step() does.
+    template <class X, class Target, class Valid, class Lengths = absent>
+    void evaluate(const X& x, const Target& target, const Valid& valid, const Lengths& lengths = {})
     {
         stream_scope on(stream_);
+        if constexpr (on_host) check_inputs(x, valid, lengths);
         model_.eval();
-        const auto& prediction = model_.forward(x);
+        const auto& prediction = evaluation_forward(x, valid, lengths);
         const auto rows = sum(cast<f32>(valid != 0));
         loss_.forward(batch_loss_, prediction, target, valid);
         evaluated_loss_ = evaluated_loss_ + batch_loss_ * rows;
@@ -271,6 +301,7 @@ private:
         const void* x;
         const void* labels;
         const void* valid;
+        const void* lengths;
         phase_kind phase;
         bool operator==(const graph_key&) const = default;
     };
@@ -288,7 +319,8 @@ private:
     template <class T>
     static const void* pointer(const T& t)
     {
-        return tenet::destination_view(t).data();
+        if constexpr (std::is_same_v<T, absent>) return nullptr;
+        else return tenet::destination_view(t).data();
     }
 
     // Eager until a graph is wanted: first sight of a key runs eagerly (warm-up),
@@ -310,13 +342,12 @@ private:
         graphs_.push_back({key, cuda_graph{}});
     }
 
-    template <class X, class Target, class Valid>
-    void eager_step(const X& x, const Target& target, const Valid& valid, phase_kind phase)
+    template <class X, class Target, class Valid, class Lengths>
+    void eager_step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths, phase_kind phase)
     {
         {
             profile::scoped_range range("forward");
-            stage(x, valid);
-            const auto& prediction = model_.forward(staged_);
+            const auto& prediction = staged_forward(x, valid, lengths);
             loss_.forward(batch_loss_, prediction, target, valid);
             loss_sum_ = loss_sum_ + batch_loss_;
         }
@@ -344,22 +375,71 @@ private:
     }
 
     // check_batches on a device model: one wait for the batch, then the
-    // host's checks on copies of its labels and mask.
-    template <class Target, class Valid>
-    void check_on_host(const Target& target, const Valid& valid)
+    // host's checks on copies of its labels, mask, tokens and lengths.
+    template <class X, class Target, class Valid, class Lengths>
+    void check_on_host(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
     {
         auto host_target = host_copy(target);
         auto host_valid = host_copy(valid);
+        auto host_tokens = [&] {
+            if constexpr (std::is_integral_v<input_type>) return host_copy(x);
+            else return absent{};  // (other inputs are not checked)
+        }();
+        auto host_lengths = host_copy(lengths);
         stream_.synchronize();
         loss_.check_batch(host_target, host_valid);
+        check_inputs(host_tokens, host_valid, host_lengths);
+    }
+
+    // The real rows' tokens lie below the model's input_limit, and their
+    // lengths in [0, Seq] (tenet::index_error). Operands in one place
+    // (the host's, or a host copy of a device batch); absent: not checked.
+    template <class X, class Valid, class Lengths>
+    void check_inputs(const X& x, const Valid& valid, const Lengths& lengths)
+    {
+        if constexpr (std::is_integral_v<input_type> && Model::input_limit > 0 && !std::is_same_v<X, absent>)
+            check_index_range<Model::input_limit>(staged_tokens(x, valid), "trainer: a real row's token");
+        if constexpr (!std::is_same_v<Lengths, absent>) {
+            static_assert(input_shape::rank >= 2, "tenet: trainer: lengths are for sequence inputs [Batch, Seq, ...]");
+            check_index_range<input_shape::extents[1] + 1>(staged_lengths(lengths, valid),
+                                                           "trainer: a real sequence's length");
+        }
+    }
+
+    // Evaluation reads float inputs as they are (the loss ignores padding
+    // rows, whatever they hold); tokens and lengths are staged.
+    template <class X, class Valid, class Lengths>
+    const auto& evaluation_forward(const X& x, const Valid& valid, const Lengths& lengths)
+    {
+        if constexpr (std::is_integral_v<input_type> || !std::is_same_v<Lengths, absent>)
+            return staged_forward(x, valid, lengths);
+        else
+            return model_.forward(x);
+    }
+
+    // The model's forward on staged copies of x (and lengths).
+    template <class X, class Valid, class Lengths>
+    const auto& staged_forward(const X& x, const Valid& valid, const Lengths& lengths)
+    {
+        stage(x, valid);
+        if constexpr (std::is_same_v<Lengths, absent>) {
+            return model_.forward(staged_);
+        } else {
+            staged_lengths_ = staged_lengths(lengths, valid);
+            return model_.forward(staged_, staged_lengths_);
+        }
     }
 
     template <class T>
     auto host_copy(const T& tensor)
     {
-        Tensor<std::remove_const_t<typename T::element_type>, typename T::shape, Host> copied;
-        copy(copied, tensor, stream_);
-        return copied;
+        if constexpr (std::is_same_v<T, absent>) {
+            return absent{};
+        } else {
+            Tensor<std::remove_const_t<typename T::element_type>, typename T::shape, Host> copied;
+            copy(copied, tensor, stream_);
+            return copied;
+        }
     }
 
     // staged_ = x with padding rows 0. A mask entry other than 0 and 1 (only
@@ -368,14 +448,30 @@ private:
     template <class X, class Valid>
     void stage(const X& x, const Valid& valid)
     {
-        const auto row = broadcast_to<input_shape>(reshape<row_mask_shape>(valid));
-        if constexpr (std::is_integral_v<input_type>)
-            // Tokens have no NaN: padding rows read token 0, and a mask entry other
-            // than 0 and 1 counts as a real row unless the batch is checked
-            // (always on the host; check_batches on the device).
-            staged_ = where(row == 0, 0, x);
-        else
+        if constexpr (std::is_integral_v<input_type>) {
+            staged_ = staged_tokens(x, valid);
+        } else {
+            const auto row = broadcast_to<input_shape>(reshape<row_mask_shape>(valid));
             staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
+        }
+    }
+
+    // Tokens have no NaN: padding rows read token 0, and a mask entry other
+    // than 0 and 1 counts as a real row unless the batch is checked (always
+    // on the host; check_batches on the device).
+    template <class X, class Valid>
+    static auto staged_tokens(const X& x, const Valid& valid)
+    {
+        return where(broadcast_to<input_shape>(reshape<row_mask_shape>(valid)) == 0, 0, x);
+    }
+
+    // A sequence none of whose rows is real (valid all 0) has length 0.
+    template <class Lengths, class Valid>
+    static auto staged_lengths(const Lengths& lengths, const Valid& valid)
+    {
+        constexpr std::size_t batch = input_shape::extents[0];
+        const auto real = max<1>(reshape<Shape<batch, rows_shape::numel / batch>>(cast<i32>(valid != 0)));
+        return where(real > 0, lengths, 0);
     }
 
     double read(const Tensor<f32, Shape<>, place>& t) const
@@ -404,6 +500,7 @@ private:
     buffer<master_type, place> accumulated_;
     Tensor<storage_type, output_shape, place> dprediction_;
     Tensor<input_type, input_shape, place> staged_;  // x with padding rows 0
+    Tensor<i32, Shape<input_shape::extents[0]>, place> staged_lengths_;  // lengths with padding sequences 0
     Tensor<f32, Shape<>, place> batch_loss_;
     Tensor<f32, Shape<>, place> loss_sum_;
     Tensor<f32, Shape<>, place> correct_;  // accuracy(): correct predictions and the rows they came from

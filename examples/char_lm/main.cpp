@@ -46,6 +46,12 @@ using block = nn::TransformerEncoderLayer<width, 4, 4 * width, /*Causal=*/true>;
 using gpt = nn::Sequential<nn::Embedding<vocab, width>, nn::PositionalEmbedding<context, width>, block, block, block,
                            block, nn::LayerNorm<width>, nn::Linear<width, vocab>>;
 using tokens_shape = Shape<batch, context>;
+// The same model with each block gradient-checkpointed: only its activation
+// figure is printed (what a user would trade one more forward per block for).
+using gpt_checkpointed =
+    nn::Sequential<nn::Embedding<vocab, width>, nn::PositionalEmbedding<context, width>, nn::Checkpointed<block>,
+                   nn::Checkpointed<block>, nn::Checkpointed<block>, nn::Checkpointed<block>, nn::LayerNorm<width>,
+                   nn::Linear<width, vocab>>;
 
 struct options {
     std::vector<std::string> texts;
@@ -207,6 +213,10 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
                            train::warmup_cosine_lr{o.lr, std::min<std::uint64_t>(100, o.steps / 10), o.steps, o.lr / 10});
     std::printf("char_lm: %zu characters (%zu to train on, %zu to validate), %zu parameters, %s, %s\n", text.size(), split,
                 text.size() - split, decltype(model)::parameter_count, where, o.policy.c_str());
+    constexpr double mib = 1 << 20;
+    std::printf("activations kept for the backward: %.1f MiB (%.1f MiB with each block Checkpointed)\n",
+                decltype(model)::activation_bytes / mib,
+                nn::model<gpt_checkpointed, P, tokens_shape, Place>::activation_bytes / mib);
     std::printf("unigram baseline: %.3f bits per character\n\n", baseline);
     std::printf("%8s %14s %14s %14s %14s %10s\n", "step", "train nats", "val nats", "train bits/ch", "val bits/ch", "seconds");
 

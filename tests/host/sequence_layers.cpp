@@ -526,6 +526,14 @@ TEST_CASE("Checkpointed encoder layers: the same outputs and gradients as plain 
     using checkpointed = nn::Sequential<nn::Embedding<10, 16>, nn::Checkpointed<layer>, nn::Checkpointed<layer>, nn::Linear<16, 10>>;
     nn::model<plain, fp32, Shape<3, 8>, Host> a(60);
     nn::model<checkpointed, fp32, Shape<3, 8>, Host> b(60);
+    // Inside a segment every tensor an encoder layer keeps (its Residuals'
+    // branches, attention's q/k/v, probabilities and context, LayerNorm's
+    // statistics, the fused GELU's pre-activation) is in the shared arena:
+    // the model keeps one layer's worth instead of two.
+    using L = layer::layer<fp32, Shape<3, 8, 16>, Host>;
+    static_assert(nn::resident_activation_bytes_of<L>() == 0 && L::kept_bytes >= L::activation_bytes);
+    static_assert(decltype(b)::recompute_bytes == L::kept_bytes);
+    static_assert(decltype(b)::activation_bytes == decltype(a)::activation_bytes - 2 * L::activation_bytes + L::kept_bytes);
     const auto tokens = random_tokens<Shape<3, 8>>(61, 10);
     const auto dy = random_tensor<f32, Shape<3, 8, 10>>(62);
     a.forward(tokens);

@@ -30,6 +30,8 @@
 // host and device alike: for relu a bit mask (relu_mask.hpp), for gelu and
 // gelu_tanh the pre-activation in Storage, rows of round_up(N, 8) elements
 // (the AUX leading dimension must be a multiple of 8); for none, nothing.
+// The functions take that Tensor or any owner of memory with its element
+// type, shape and place (data() and view(): nn's kept tensors).
 #pragma once
 
 #include "../reduce/reduce.hpp"
@@ -131,9 +133,22 @@ auto input_node(const E& e)
     return ::tenet::as_node(e);
 }
 
+// The aux Tensor itself, or any owner of memory laid out as it is (element
+// type, shape and place, with data() and view(): nn's kept tensors).
 template <class Aux, activation Act, class Storage, class S, class Place>
-inline constexpr bool is_aux_for =
-    std::is_same_v<std::remove_const_t<Aux>, typename aux_tensor<Act, Storage, S, Place>::type>;
+inline constexpr bool is_aux_for = [] {
+    using want = typename aux_tensor<Act, Storage, S, Place>::type;
+    using A = std::remove_const_t<Aux>;
+    if constexpr (std::is_same_v<A, want>) {
+        return true;
+    } else if constexpr (Act == activation::none ||
+                         !requires(A& a) { typename A::element_type; typename A::shape; typename A::place; a.data(); a.view(); }) {
+        return false;
+    } else {
+        return std::is_same_v<typename A::element_type, typename want::element_type> &&
+               std::is_same_v<typename A::shape, typename want::shape> && std::is_same_v<typename A::place, typename want::place>;
+    }
+}();
 
 // act'(pre) of the forward that wrote aux, as an expression of shape [M, N].
 template <activation Act, std::size_t M, std::size_t N, class Aux>
@@ -220,7 +235,7 @@ void linear_forward(Y&& y_out, [[maybe_unused]] Aux& aux, const X& x_in, const W
             assign(y, relu(pre));
             assign(aux.view(), detail::relu_mask_pack(pre));
         } else {
-            auto saved = slice<1, 0, n>(aux);
+            auto saved = slice<1, 0, n>(aux.view());
             tie(y, saved) = pack(detail::activate<Act>(pre), pre);
         }
     }

@@ -81,8 +81,21 @@ public:
     static constexpr std::size_t activation_gradient_bytes =
         (heads_shape::numel + scores_shape::numel + S::numel) * sizeof(storage);
 
+    // q/k/v, the probabilities, the context and the merged heads are kept
+    // tensors (the recompute arena inside a Checkpointed segment).
+    static constexpr std::size_t kept_bytes = kept_bytes_of<in_proj_t>() + kept_bytes_of<out_proj_t>() +
+                                              kept_tensor<storage, with_last_extent_t<S, 3 * Dim>, Place>::arena_bytes +
+                                              kept_tensor<storage, heads_shape, Place>::arena_bytes +
+                                              kept_tensor<storage, scores_shape, Place>::arena_bytes +
+                                              kept_tensor<storage, head_batch, Place>::arena_bytes +
+                                              kept_tensor<storage, S, Place>::arena_bytes;
+    static constexpr std::size_t resident_activation_bytes =
+        resident_activation_bytes_of<in_proj_t>() + resident_activation_bytes_of<out_proj_t>();
+
     template <class Slice>
-    explicit attention_layer(Slice& parameters) : in_proj_(parameters), out_proj_(parameters)
+    explicit attention_layer(Slice& parameters)
+        : in_proj_(parameters), out_proj_(parameters), qkv_(parameters), heads_(parameters), probs_(parameters),
+          context_(parameters), merged_(parameters)
     {
         assign(full_lengths_.view(), static_cast<i32>(T));
     }
@@ -99,11 +112,12 @@ public:
         check_input_element<storage, X>();
         lengths_ = step.sequence_lengths != nullptr ? step.sequence_lengths : full_lengths_.data();
         in_proj_.forward(x, qkv_.view(), step);
-        assign(make_view<heads_shape, Place>(heads_.data()), permute<2, 0, 3, 1, 4>(reshape<Shape<B, T, 3, H, d>>(qkv_)));
+        assign(make_view<heads_shape, Place>(heads_.data()), permute<2, 0, 3, 1, 4>(reshape<Shape<B, T, 3, H, d>>(qkv_.view())));
         const auto scores = reshape<Shape<B, H, T, T>>(matmul(part(heads_, 0), transpose(part(heads_, 1)))) * scale;
         assign(as_4d(probs_), softmax(scores + mask()));
-        assign(context_.view(), matmul(probs_, part(heads_, 2)));
-        assign(merged_.view(), where(has_keys(), reshape<S>(permute<0, 2, 1, 3>(reshape<Shape<B, H, T, d>>(context_))), 0));
+        assign(context_.view(), matmul(probs_.view(), part(heads_, 2)));
+        assign(merged_.view(),
+               where(has_keys(), reshape<S>(permute<0, 2, 1, 3>(reshape<Shape<B, H, T, d>>(context_.view()))), 0));
         out_proj_.forward(merged_.view(), y, step);
     }
 
@@ -115,9 +129,10 @@ public:
         assign(context_.view(),
                reshape<head_batch>(permute<0, 2, 1, 3>(reshape<Shape<B, T, H, d>>(where(has_keys(), d_merged_, 0)))));
         const auto dcontext = std::as_const(context_).view();
-        assign(part(d_heads_, 2), matmul(transpose(probs_), dcontext));                  // dv
+        const auto probs = std::as_const(probs_).view();
+        assign(part(d_heads_, 2), matmul(transpose(probs), dcontext));                   // dv
         assign(d_scores_.view(), matmul(dcontext, transpose(part(heads_, 2))));           // dp
-        softmax_backward(d_scores_, std::as_const(d_scores_).view(), probs_);           // ds (in place, row by row)
+        softmax_backward(d_scores_, std::as_const(d_scores_).view(), probs);            // ds (in place, row by row)
         assign(part(d_heads_, 0), matmul(d_scores_, part(heads_, 1)) * scale);           // dq
         assign(part(d_heads_, 1), matmul(transpose(d_scores_), part(heads_, 0)) * scale);  // dk
         assign(qkv_.view(), reshape<Shape<B, T, 3 * Dim>>(permute<1, 3, 0, 2, 4>(make_view<heads_shape, Place>(d_heads_.data()))));
@@ -170,11 +185,11 @@ private:
 
     in_proj_t in_proj_;
     out_proj_t out_proj_;
-    Tensor<storage, with_last_extent_t<S, 3 * Dim>, Place> qkv_;  // (its gradient in the backward)
-    Tensor<storage, heads_shape, Place> heads_;
-    Tensor<storage, scores_shape, Place> probs_;
-    Tensor<storage, head_batch, Place> context_;  // (its gradient in the backward)
-    Tensor<storage, S, Place> merged_;            // the out projection's input
+    kept_tensor<storage, with_last_extent_t<S, 3 * Dim>, Place> qkv_;  // (its gradient in the backward)
+    kept_tensor<storage, heads_shape, Place> heads_;
+    kept_tensor<storage, scores_shape, Place> probs_;
+    kept_tensor<storage, head_batch, Place> context_;  // (its gradient in the backward)
+    kept_tensor<storage, S, Place> merged_;            // the out projection's input
     Tensor<storage, S, Place> d_merged_;
     Tensor<storage, heads_shape, Place> d_heads_;
     Tensor<storage, scores_shape, Place> d_scores_;

@@ -99,13 +99,90 @@ public:
     // shared by every Checkpointed segment: each uses it from its start.
     std::byte* recompute_arena() const { return arena_; }
 
+    // While a Checkpointed segment builds its layers (from start_keeping()
+    // to stop_keeping(), which says how many bytes went), their kept tensors
+    // are handed out from the arena's beginning, in order; elsewhere keep()
+    // gives null and the kept tensor owns its memory.
+    void start_keeping() { keep_at_ = arena_; }
+    std::size_t stop_keeping()
+    {
+        const auto used = static_cast<std::size_t>(keep_at_ - arena_);
+        keep_at_ = nullptr;
+        return used;
+    }
+    std::byte* keep(std::size_t bytes)
+    {
+        std::byte* at = keep_at_;
+        if (at != nullptr) keep_at_ += bytes;
+        return at;
+    }
+
 private:
     Value* values_;
     Gradient* gradients_;
     std::uint64_t stream_;
     std::byte* arena_;
     f32* buffers_;
+    std::byte* keep_at_ = nullptr;
 };
+
+// kept_tensor<T, S, Place>: an activation a layer keeps from its forward for
+// its backward. It owns its memory, except inside a Checkpointed segment,
+// whose backward runs the forward again first: there it is a view into the
+// model's recompute arena, which every segment shares, so between a
+// segment's forward and its backward it costs nothing. arena_bytes is what
+// it takes from the arena (rounded to 256 bytes).
+template <class T, class S, class Place>
+class kept_tensor {
+public:
+    using element_type = T;
+    using shape = S;
+    using place = Place;
+    static constexpr std::size_t arena_bytes = padded_numel<T>(S::numel) * sizeof(T);
+
+    template <class Slice>
+    explicit kept_tensor(Slice& slice) : kept_tensor(in_arena{slice.keep(arena_bytes)})
+    {
+    }
+
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+    auto view() { return make_view<S, Place>(data_); }
+    auto view() const { return make_view<S, Place>(static_cast<const T*>(data_)); }
+
+private:
+    struct in_arena {
+        std::byte* at;  // null: owned
+    };
+    explicit kept_tensor(in_arena arena)
+        : owned_(arena.at != nullptr ? 0 : S::numel, current_stream()),
+          data_(arena.at != nullptr ? reinterpret_cast<T*>(arena.at) : owned_.data())
+    {
+    }
+
+    buffer<T, Place> owned_;
+    T* data_;  // (a moved buffer keeps its memory: still valid after a move)
+};
+
+// A layer built from kept tensors declares
+//   static constexpr std::size_t kept_bytes = ...;  // its kept tensors' arena_bytes, its children's included
+// and, when some of its activation_bytes stay owned inside a Checkpointed
+// segment (children that keep plain tensors),
+//   static constexpr std::size_t resident_activation_bytes = ...;
+// A layer without kept_bytes keeps all of its activation_bytes everywhere.
+template <class L>
+constexpr std::size_t kept_bytes_of()
+{
+    if constexpr (requires { L::kept_bytes; }) return L::kept_bytes;
+    else return 0;
+}
+template <class L>
+constexpr std::size_t resident_activation_bytes_of()
+{
+    if constexpr (requires { L::resident_activation_bytes; }) return L::resident_activation_bytes;
+    else if constexpr (requires { L::kept_bytes; }) return 0;
+    else return L::activation_bytes;
+}
 
 // Bytes of the shared recompute arena a layer needs (0 unless it holds a
 // Checkpointed segment).

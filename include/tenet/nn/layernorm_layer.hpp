@@ -53,9 +53,11 @@ public:
     static constexpr std::size_t parameter_numel = affine ? 2 * padded_numel<storage>(N) : 0;
     static constexpr std::size_t activation_bytes = 2 * rows::numel * sizeof(f32);
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr std::size_t kept_bytes = 2 * kept_tensor<f32, rows, Place>::arena_bytes;
 
     template <class Slice>
-    explicit layer_norm_layer(Slice& parameters) : gamma_(take(parameters)), beta_(take(parameters))
+    explicit layer_norm_layer(Slice& parameters)
+        : gamma_(take(parameters)), beta_(take(parameters)), mean_(parameters), rstd_(parameters)
     {
     }
 
@@ -133,7 +135,7 @@ private:
 
     parameters gamma_, beta_;
     std::conditional_t<affine, no_parameters, discarded> discarded_;
-    Tensor<f32, rows, Place> mean_, rstd_;
+    kept_tensor<f32, rows, Place> mean_, rstd_;
     const storage* input_ = nullptr;
 };
 

@@ -78,6 +78,24 @@ struct linear_parameters {
 
 namespace detail {
 
+// What a fused activation keeps for the backward (its aux, linear_gemms.hpp)
+// as a kept tensor of the same layout; nothing without an activation.
+struct no_aux {
+    static constexpr std::size_t arena_bytes = 0;
+    template <class Slice>
+    explicit no_aux(Slice&)
+    {
+    }
+};
+template <bool Has, class AuxTensor, class Place>
+struct kept_aux {
+    using type = no_aux;
+};
+template <class AuxTensor, class Place>
+struct kept_aux<true, AuxTensor, Place> {
+    using type = kept_tensor<typename AuxTensor::element_type, typename AuxTensor::shape, Place>;
+};
+
 template <precision_policy P, class InShape, class Place, std::size_t In, std::size_t Out, linalg::activation Act>
 class linear_layer {
     using storage = typename P::storage;
@@ -85,8 +103,9 @@ class linear_layer {
     using parameters_type = linear_parameters<storage, gradient, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / In, In>;
     using y_matrix = Shape<InShape::numel / In, Out>;
-    using aux_type = linalg::aux_tensor_t<Act, storage, y_matrix, Place>;
     static constexpr bool has_aux = Act != linalg::activation::none;
+    using aux_tensor = linalg::aux_tensor_t<Act, storage, y_matrix, Place>;
+    using aux_type = typename kept_aux<has_aux, aux_tensor, Place>::type;
 
 public:
     using input_shape = InShape;
@@ -97,12 +116,12 @@ public:
     static constexpr linalg::activation activation = Act;
     static constexpr std::size_t parameter_count = parameters_type::count;
     static constexpr std::size_t parameter_numel = parameters_type::numel;
-    static constexpr std::size_t activation_bytes = has_aux ? sizeof(typename aux_type::element_type) * aux_type::numel : 0;
+    static constexpr std::size_t activation_bytes = has_aux ? sizeof(typename aux_tensor::element_type) * aux_tensor::numel : 0;
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr std::size_t kept_bytes = aux_type::arena_bytes;
 
     template <class Slice>
-    explicit linear_layer(Slice& parameters)
-        : params_(parameters)
+    explicit linear_layer(Slice& parameters) : params_(parameters), aux_(parameters)
     {
     }
 
@@ -151,10 +170,8 @@ public:
     const aux_type& aux() const requires has_aux { return aux_; }
 
 private:
-    struct no_aux {};
-
     parameters_type params_;
-    [[no_unique_address]] std::conditional_t<has_aux, aux_type, no_aux> aux_;
+    [[no_unique_address]] aux_type aux_;
     const storage* input_ = nullptr;
 };
 

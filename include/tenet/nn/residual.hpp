@@ -32,7 +32,7 @@ template <precision_policy P, class S, class Place, class Inner>
 class residual_layer {
     using storage = typename P::storage;
     using inner_t = typename Inner::template layer<P, S, Place>;
-    using branch_t = Tensor<storage, S, Place>;
+    using branch_t = kept_tensor<storage, S, Place>;
 
 public:
     using input_shape = S;
@@ -41,12 +41,14 @@ public:
     static constexpr std::size_t parameter_count = inner_t::parameter_count;
     static constexpr std::size_t parameter_numel = inner_t::parameter_numel;
     static constexpr std::size_t buffer_numel = buffer_numel_v<inner_t>;
-    static constexpr std::size_t activation_bytes = inner_t::activation_bytes + branch_t::bytes;
+    static constexpr std::size_t activation_bytes = inner_t::activation_bytes + S::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = inner_t::activation_gradient_bytes;
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<inner_t>;
+    static constexpr std::size_t kept_bytes = kept_bytes_of<inner_t>() + branch_t::arena_bytes;
+    static constexpr std::size_t resident_activation_bytes = resident_activation_bytes_of<inner_t>();
 
     template <class Slice>
-    explicit residual_layer(Slice& parameters) : inner_(parameters)
+    explicit residual_layer(Slice& parameters) : inner_(parameters), branch_(parameters)
     {
     }
 
@@ -57,7 +59,7 @@ public:
     {
         check_input_element<storage, X>();
         inner_.forward(x, branch_.view(), step);
-        assign(contiguous_as<S>(y), contiguous_as<S>(x) + branch_);
+        assign(contiguous_as<S>(y), contiguous_as<S>(x) + branch_.view());
     }
 
     // f's first layer is handed no previous layer: the gradient it gives is

@@ -99,10 +99,12 @@ struct chain_shapes<In, type_list<U, Us...>> {
     using type = decltype(prepend(typename chain_shapes<out, type_list<Us...>>::type{}));
 };
 
-// Recompute: a Checkpointed segment. Its activations between children live in
-// the model's shared recompute arena instead of being kept: the forward writes
-// them there (later segments overwrite them), and the backward first runs the
-// forward again from the saved input.
+// Recompute: a Checkpointed segment. Its activations between children, and
+// every kept tensor of its children (nested Sequentials, Residuals,
+// attention, LayerNorm, fused activations), live in the model's shared
+// recompute arena instead of being kept: the forward writes them there (later
+// segments overwrite them), and the backward first runs the forward again
+// from the saved input.
 template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices, bool Recompute = false>
 class sequential_layer;
 
@@ -126,18 +128,21 @@ class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequenc
     }();
     template <std::size_t K>
     static constexpr bool gradient_aliased = aliased<K> && K > 0;
-    struct no_tensor {};  // in place of an aliased output or gradient
-    // The tensors between children: the output of child K < n - 1 (views
-    // into the recompute arena for a Checkpointed segment), and the
-    // gradient of each.
+    struct no_tensor {  // in place of an aliased output or gradient
+        static constexpr std::size_t arena_bytes = 0;
+        no_tensor() = default;
+        template <class Slice>
+        explicit no_tensor(Slice&)
+        {
+        }
+    };
+    // The tensors between children: the output of child K < n - 1 (kept
+    // tensors: in the recompute arena inside a Checkpointed segment), and
+    // the gradient of each.
     template <std::size_t K>
-    using owned_between_t = Tensor<storage, shape_at<K + 1>, Place>;
+    using between_t = std::conditional_t<aliased<K>, no_tensor, kept_tensor<storage, shape_at<K + 1>, Place>>;
     template <std::size_t K>
-    using between_t = std::conditional_t<
-        aliased<K>, no_tensor,
-        std::conditional_t<Recompute, TensorView<storage, contiguous_layout<shape_at<K + 1>>, Place>, owned_between_t<K>>>;
-    template <std::size_t K>
-    using gradient_t = std::conditional_t<gradient_aliased<K + 1>, no_tensor, owned_between_t<K>>;
+    using gradient_t = std::conditional_t<gradient_aliased<K + 1>, no_tensor, Tensor<storage, shape_at<K + 1>, Place>>;
     template <std::size_t... K>
     static auto betweens(std::index_sequence<K...>) -> std::tuple<between_t<K>...>;
     using between_tuple = decltype(betweens(std::make_index_sequence<n - 1>{}));
@@ -150,8 +155,10 @@ class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequenc
     static constexpr std::size_t between_bytes = (std::size_t{0} + ... + kept_numel<I>) * sizeof(storage);
     static constexpr std::size_t between_gradient_bytes =
         (std::size_t{0} + ... + (I + 1 < n && !gradient_aliased<I + 1> ? shape_at<I + 1>::numel : 0)) * sizeof(storage);
-    // Arena offsets: each between starts on a 256-byte boundary.
-    static constexpr std::size_t arena_bytes = (std::size_t{0} + ... + padded_numel<storage>(kept_numel<I>)) * sizeof(storage);
+    // What the kept tensors take in a recompute arena: the betweens', then the children's.
+    static constexpr std::size_t arena_bytes = (std::size_t{0} + ... + padded_numel<storage>(kept_numel<I>)) * sizeof(storage) +
+                                               (std::size_t{0} + ... + kept_bytes_of<child_t<I>>());
+    static constexpr std::size_t children_resident_bytes = (std::size_t{0} + ... + resident_activation_bytes_of<child_t<I>>());
     static constexpr std::size_t children_recompute_bytes = std::max({std::size_t{0}, recompute_bytes_v<child_t<I>>...});
     static_assert(!Recompute || children_recompute_bytes == 0, "tenet: Checkpointed segments do not nest");
 
@@ -164,15 +171,23 @@ public:
     static constexpr std::size_t parameter_numel = (std::size_t{0} + ... + child_t<I>::parameter_numel);
     static constexpr std::size_t buffer_numel = (std::size_t{0} + ... + buffer_numel_v<child_t<I>>);
     static constexpr std::size_t activation_bytes =
-        (Recompute ? 0 : between_bytes) + (std::size_t{0} + ... + child_t<I>::activation_bytes);
+        Recompute ? children_resident_bytes : between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
+    // Inside a Checkpointed segment (kept_tensor), a plain Sequential's
+    // betweens and its children's kept tensors go to the arena too.
+    static constexpr std::size_t kept_bytes = Recompute ? 0 : arena_bytes;
+    static constexpr std::size_t resident_activation_bytes = Recompute ? activation_bytes : children_resident_bytes;
     static constexpr std::size_t activation_gradient_bytes =
         (P::trainable ? between_gradient_bytes : 0) + (std::size_t{0} + ... + child_t<I>::activation_gradient_bytes);
 
     template <class Slice>
-    explicit sequential_layer(Slice& parameters)
-        : children_{child_t<I>(parameters)...}, activations_(make_betweens(parameters.recompute_arena()))
+    explicit sequential_layer(Slice& parameters) : sequential_layer(parameters, start_keeping(parameters))
     {
+        if constexpr (Recompute) {
+            // (every kept tensor's arena_bytes is counted above; an arena overrun would corrupt memory)
+            if (parameters.stop_keeping() != arena_bytes)
+                throw error("tenet: internal: a Checkpointed segment's kept tensors do not fill its arena exactly");
+        }
         if constexpr (P::trainable) gradients_.emplace();
     }
 
@@ -221,6 +236,21 @@ public:
     }
 
 private:
+    struct keeping {};  // the slice hands out kept tensors from the arena (a Checkpointed segment) or not
+
+    template <class Slice>
+    static keeping start_keeping(Slice& parameters)
+    {
+        if constexpr (Recompute) parameters.start_keeping();
+        return {};
+    }
+
+    template <class Slice>
+    sequential_layer(Slice& parameters, keeping)
+        : children_{child_t<I>(parameters)...}, activations_(make_betweens(parameters, std::make_index_sequence<n - 1>{}))
+    {
+    }
+
     template <class L, class F>
     static void visit_layer(L& layer, F& f)
     {
@@ -234,28 +264,10 @@ private:
         if constexpr (buffer_numel_v<L> > 0) layer.for_each_buffer(f, prefix);
     }
 
-    static between_tuple make_betweens([[maybe_unused]] std::byte* arena)
+    template <class Slice, std::size_t... K>
+    static between_tuple make_betweens([[maybe_unused]] Slice& parameters, std::index_sequence<K...>)
     {
-        if constexpr (Recompute) {
-            constexpr std::array<std::size_t, n> offsets = [] {
-                std::array<std::size_t, n> o{};
-                for (std::size_t k = 1; k < n; ++k) o[k] = o[k - 1] + padded_numel<storage>(std::array{kept_numel<I>...}[k - 1]);
-                return o;
-            }();
-            auto* base = reinterpret_cast<storage*>(arena);
-            return [&]<std::size_t... K>(std::index_sequence<K...>) {
-                return between_tuple{arena_between<K>(base + offsets[K])...};
-            }(std::make_index_sequence<n - 1>{});
-        } else {
-            return between_tuple{};
-        }
-    }
-
-    template <std::size_t K>
-    static between_t<K> arena_between([[maybe_unused]] storage* at)
-    {
-        if constexpr (aliased<K>) return {};
-        else return make_view<shape_at<K + 1>, Place>(at);
+        return between_tuple{between_t<K>(parameters)...};
     }
 
     template <std::size_t K, class X, class Y>
@@ -269,13 +281,13 @@ private:
     {
         if constexpr (K == 0) return tenet::destination_view(x);
         else if constexpr (aliased<K - 1>) return contiguous_as<shape_at<K>>(input_of<K - 1>(x));
-        else return tenet::destination_view(std::get<K - 1>(activations_));
+        else return std::get<K - 1>(activations_).view();
     }
     template <std::size_t K, class Y>
     auto output_of(const Y& y)
     {
         if constexpr (K + 1 == n) return tenet::destination_view(y);
-        else return tenet::destination_view(std::get<K>(activations_));
+        else return std::get<K>(activations_).view();
     }
 
     // The gradient of child K's output.

@@ -18,6 +18,35 @@
 namespace tenet::nn {
 namespace detail {
 
+// The one parameter of both embeddings: a table named "weight", drawn from
+// N(0, deviation^2) with a random stream of its own.
+template <class Storage, class Gradient, class Place, class TableShape>
+struct table_parameter {
+    using views = decltype(std::declval<parameter_slice<Storage, Gradient>&>().template take<TableShape, Place>());
+    static constexpr std::size_t count = TableShape::numel;
+    static constexpr std::size_t numel = padded_numel<Storage>(count);
+
+    template <class Slice>
+    explicit table_parameter(Slice& parameters)
+        : table(parameters.template take<TableShape, Place>()), stream(parameters.next_stream())
+    {
+    }
+
+    void initialize(std::uint64_t seed, double deviation) { fill_normal(table.first, {seed, stream}, deviation); }
+
+    template <class F>
+    void for_each(F& f, const std::string& prefix)
+    {
+        f(prefix + "weight", table.first, table.second);
+    }
+
+    const auto& value() const { return table.first; }
+    const auto& gradient() const { return table.second; }
+
+    views table;  // (value, gradient) views
+    std::uint64_t stream;
+};
+
 template <std::size_t Vocab, std::size_t Dim>
 struct embedding_input_failure {
     static constexpr auto text()
@@ -31,25 +60,23 @@ template <precision_policy P, class S, class Place, std::size_t Vocab, std::size
 class embedding_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
-    using weight_shape = Shape<Vocab, Dim>;
-    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<weight_shape, Place>());
+    using weight_type = table_parameter<storage, gradient, Place, Shape<Vocab, Dim>>;
 
 public:
     using input_shape = S;
     using output_shape = with_extent_appended_t<S, Dim>;
     static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = Vocab * Dim;
-    static constexpr std::size_t parameter_numel = padded_numel<storage>(Vocab * Dim);
+    static constexpr std::size_t parameter_count = weight_type::count;
+    static constexpr std::size_t parameter_numel = weight_type::numel;
     static constexpr std::size_t activation_bytes = 0;  // it keeps a pointer to the tokens
     static constexpr std::size_t activation_gradient_bytes = 0;
 
     template <class Slice>
-    explicit embedding_layer(Slice& parameters)
-        : weight_(parameters.template take<weight_shape, Place>()), stream_(parameters.next_stream())
+    explicit embedding_layer(Slice& parameters) : weight_(parameters)
     {
     }
 
-    void initialize(std::uint64_t seed) { fill_normal(weight_.first, {seed, stream_}, 1.0); }
+    void initialize(std::uint64_t seed) { weight_.initialize(seed, 1.0); }
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
@@ -60,7 +87,7 @@ public:
         if constexpr (tokens) {
             const auto t = contiguous_as<S>(x);
             tokens_ = t.data();
-            assign(contiguous_as<output_shape>(y), take<0>(weight_.first, t));
+            assign(contiguous_as<output_shape>(y), take<0>(weight_.value(), t));
         }
     }
 
@@ -69,19 +96,18 @@ public:
     void backward(const DY& dy, const DX&, const step_info&, Prev&)
     {
         static_assert(is_no_input_gradient<DX>, "tenet: Embedding takes the model's tokens: it must be the first layer");
-        assign(weight_.second, 0);
-        scatter_add_rows(weight_.second, make_view<S, Place>(tokens_), contiguous_as<output_shape>(dy));
+        assign(weight_.gradient(), 0);
+        scatter_add_rows(weight_.gradient(), make_view<S, Place>(tokens_), contiguous_as<output_shape>(dy));
     }
 
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        f(prefix + "weight", weight_.first, weight_.second);
+        weight_.for_each(f, prefix);
     }
 
 private:
-    views weight_;
-    std::uint64_t stream_;
+    weight_type weight_;
     const i32* tokens_ = nullptr;
 };
 
@@ -106,47 +132,45 @@ template <precision_policy P, class S, class Place, std::size_t Seq, std::size_t
 class positional_embedding_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
-    using table_shape = Shape<Seq, Dim>;
+    using table_type = table_parameter<storage, gradient, Place, Shape<Seq, Dim>>;
     // every sequence as one row of Seq * Dim values
     using rows = Shape<S::numel / (Seq * Dim), Seq * Dim>;
-    using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<table_shape, Place>());
 
 public:
     using input_shape = S;
     using output_shape = S;
     static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = Seq * Dim;
-    static constexpr std::size_t parameter_numel = padded_numel<storage>(Seq * Dim);
+    static constexpr std::size_t parameter_count = table_type::count;
+    static constexpr std::size_t parameter_numel = table_type::numel;
     static constexpr std::size_t activation_bytes = 0;
     static constexpr std::size_t activation_gradient_bytes = 0;
 
     template <class Slice>
-    explicit positional_embedding_layer(Slice& parameters)
-        : table_(parameters.template take<table_shape, Place>()), stream_(parameters.next_stream())
+    explicit positional_embedding_layer(Slice& parameters) : table_(parameters)
     {
     }
 
-    void initialize(std::uint64_t seed) { fill_normal(table_.first, {seed, stream_}, 0.02); }
+    void initialize(std::uint64_t seed) { table_.initialize(seed, 0.02); }
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info&)
     {
         check_input_element<storage, X>();
-        assign(contiguous_as<rows>(y), contiguous_as<rows>(x) + broadcast_to<rows>(flat(table_.first)));
+        assign(contiguous_as<rows>(y), contiguous_as<rows>(x) + broadcast_to<rows>(flat(table_.value())));
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
     {
         const auto g = contiguous_as<rows>(dy);
-        assign(flat(table_.second), sum<0>(g, keepdims));
+        assign(flat(table_.gradient()), sum<0>(g, keepdims));
         if constexpr (!is_no_input_gradient<DX>) assign(contiguous_as<rows>(dx), g);
     }
 
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        f(prefix + "weight", table_.first, table_.second);
+        table_.for_each(f, prefix);
     }
 
 private:
@@ -156,8 +180,7 @@ private:
         return contiguous_as<Shape<1, Seq * Dim>>(v);
     }
 
-    views table_;
-    std::uint64_t stream_;
+    table_type table_;
 };
 
 }  // namespace detail

@@ -5,8 +5,9 @@
 # cub, cudaMemcpy), host convolution (tenet vs oneDNN), host matmul (tenet
 # vs Eigen) and the device matmul epilogues (fused vs GEMM + kernels),
 # training epochs on the host (the MLP and the CNN; tenet vs PyTorch and JAX
-# on the CPU) and a training step on the device (eager vs CUDA Graph, vs
-# PyTorch AMP); device parts print "skipped: no CUDA device" without a GPU.
+# on the CPU), a training step on the device (eager vs CUDA Graph, vs
+# PyTorch AMP) and device attention (vs PyTorch's scaled_dot_product_attention);
+# device parts print "skipped: no CUDA device" without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
 tenet_install_packages python3 python3-venv
@@ -102,6 +103,14 @@ echo "== device training step: eager vs CUDA Graph, batch 256"
 if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_step_torch_gpu.py"
     "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_step_torch_gpu.py" --model cnn
+else
+    echo "skipped: PyTorch GPU peer (no CUDA device for torch)"
+fi
+
+echo "== device attention: MultiHeadAttention forward + backward, vs PyTorch's scaled_dot_product_attention"
+"$dir/bench/bench_device_attention"
+if "$venv/bin/python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/attention_torch_gpu.py"
 else
     echo "skipped: PyTorch GPU peer (no CUDA device for torch)"
 fi

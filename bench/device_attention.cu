@@ -1,0 +1,142 @@
+// Multi-head self-attention on the device, forward + backward: tenet's
+// nn::MultiHeadAttention (in-projection, q k^T and p v as strided-batched
+// cuBLASLt GEMMs, one fused masked row softmax, out-projection) at GPT-2
+// small's width (768, 12 heads of 64), batch 8, sequences of 256 and 1024,
+// plain and causal, bf16_mixed and fp32. bench/peers/attention_torch_gpu.py
+// runs the same layer in PyTorch with F.scaled_dot_product_attention (flash
+// or memory-efficient kernels) between the same projections and prints the
+// same lines.
+//
+// One timed call is a forward and a backward (weight gradients; the input
+// needs none, as a first layer's). Timed with CUDA events: a warm-up, then
+// the median of 20 timed batches of 5 calls. TFLOP/s counts the dense work:
+// projections 8 B T D^2 and attention 4 B T^2 D forward, twice that
+// backward -- the same count for causal rows, so a kernel that skips masked
+// blocks shows as faster. Before timing, a small layer on the device is
+// checked against the same layer on the host. Without a GPU it prints
+// "skipped: no CUDA device".
+#include <tenet/tenet.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+using namespace tenet;
+namespace nn = tenet::nn;
+
+constexpr int timed_batches = 20, calls_per_batch = 5;
+
+class event {
+public:
+    event() { TENET_CUDA_CHECK(cudaEventCreate(&handle_)); }
+    event(const event&) = delete;
+    event& operator=(const event&) = delete;
+    ~event() { cudaEventDestroy(handle_); }
+    cudaEvent_t get() const { return handle_; }
+
+private:
+    cudaEvent_t handle_ = nullptr;
+};
+
+template <class F>
+double median_seconds(F&& call)
+{
+    const cudaStream_t stream = current_stream().get();
+    for (int i = 0; i < 3; ++i) call();  // plans, workspaces, clocks
+    event start, stop;
+    std::vector<double> seconds;
+    for (int r = 0; r < timed_batches; ++r) {
+        TENET_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+        for (int i = 0; i < calls_per_batch; ++i) call();
+        TENET_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+        TENET_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+        float ms = 0;
+        TENET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+        seconds.push_back(ms / 1e3 / calls_per_batch);
+    }
+    std::nth_element(seconds.begin(), seconds.begin() + timed_batches / 2, seconds.end());
+    return seconds[timed_batches / 2];
+}
+
+template <class P, std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool Causal>
+void measure(const char* policy)
+{
+    using S = Shape<B, T, D>;
+    using storage = typename P::storage;
+    nn::model<nn::MultiHeadAttention<D, H, Causal>, P, S, Device> layer(1);
+    Tensor<storage, S, Device> x, dy;
+    x = random_normal<S>(2);
+    dy = random_normal<S>(3);
+    const double seconds = median_seconds([&] {
+        layer.forward(x);
+        layer.backward(dy);
+    });
+    const double flops = 3.0 * (8.0 * B * T * D * D + 4.0 * B * T * T * D);
+    std::printf("attention %-10s B %zu T %-5zu D %zu H %-3zu %-7s tenet %9.3f ms %8.1f TFLOP/s\n", policy, B, T, D, H,
+                Causal ? "causal" : "full", seconds * 1e3, flops / seconds / 1e12);
+}
+
+// The device layer against the host layer (same seed, same parameters; the
+// host's is tested against float64 in tests/host/sequence_layers.cpp).
+template <class P, bool Causal>
+void verify(const char* policy)
+{
+    using S = Shape<2, 64, 128>;
+    using storage = typename P::storage;
+    using spec = nn::MultiHeadAttention<128, 4, Causal>;
+    nn::model<spec, P, S, Device> device(4);
+    nn::model<spec, P, S, Host> host(4);
+    Tensor<storage, S, Device> x, dy;
+    Tensor<storage, S, Host> xh, dyh, y;
+    x = random_normal<S>(5);
+    dy = random_normal<S>(6);
+    xh = random_normal<S>(5);  // the same values: random numbers depend on (seed, index) only
+    dyh = random_normal<S>(6);
+    copy(y, device.forward(x));
+    device.backward(dy);
+    const auto& yh = host.forward(xh);
+    host.backward(dyh);
+    constexpr std::size_t n = decltype(host)::flat_numel;
+    std::vector<typename decltype(host)::gradient_type> g(n);
+    TENET_CUDA_CHECK(cudaMemcpy(g.data(), device.gradients(), n * sizeof(g[0]), cudaMemcpyDeviceToHost));
+    current_stream().synchronize();
+    const auto relative = [](auto got, auto want, std::size_t count) {
+        double err = 0, norm = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            const double w = convert<f64>(want[i]);
+            err += std::pow(convert<f64>(got[i]) - w, 2);
+            norm += w * w;
+        }
+        return std::sqrt(err / norm);
+    };
+    std::printf("verify %-10s %-6s 2 x 64 x 128, 4 heads: |device - host| / |host|: output %.3g, gradients %.3g\n", policy,
+                Causal ? "causal" : "full", relative(y.data(), yh.data(), S::numel), relative(g.data(), host.gradients(), n));
+}
+
+}  // namespace
+
+int main()
+{
+    if (!has_device()) {
+        std::puts("skipped: no CUDA device");
+        return 0;
+    }
+    int device = 0, runtime = 0;
+    cudaDeviceProp properties{};
+    TENET_CUDA_CHECK(cudaGetDevice(&device));
+    TENET_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+    TENET_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+    std::printf("== device attention: nn::MultiHeadAttention forward + backward; %s, CUDA runtime %d.%d\n",
+                properties.name, runtime / 1000, runtime % 1000 / 10);
+    verify<fp32, true>("fp32");
+    verify<bf16_mixed, false>("bf16_mixed");
+    measure<bf16_mixed, 8, 256, 768, 12, false>("bf16_mixed");
+    measure<bf16_mixed, 8, 256, 768, 12, true>("bf16_mixed");
+    measure<bf16_mixed, 8, 1024, 768, 12, false>("bf16_mixed");
+    measure<bf16_mixed, 8, 1024, 768, 12, true>("bf16_mixed");
+    measure<fp32, 8, 256, 768, 12, false>("fp32");
+    measure<fp32, 8, 256, 768, 12, true>("fp32");
+}

@@ -88,6 +88,9 @@ echo "== host training epoch: the example's CNN, 10240 samples, batch 256, AdamW
 "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_epoch.py" --framework torch --model cnn | tee -a "$dir/cnn_epoch.jsonl"
 compare_epochs "$dir/cnn_epoch.jsonl"
 
+echo "== host gradient checkpointing: char_lm's model, plain vs Checkpointed blocks ($(nproc) cores)"
+"$dir/bench/bench_host_checkpointing"
+
 echo "== host int8 GEMM vs Eigen f32, 256x784x256 ($(nproc) cores)"
 "$dir/bench/bench_host_int8_gemm"
 

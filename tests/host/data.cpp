@@ -477,6 +477,63 @@ TEST_CASE("batch_loader: deterministic per (seed, epoch), exact multiples, misus
 
 namespace {
 
+// World ranks, each loading batch_rows rows, against one loader of the
+// global batch (batch_rows * World rows) over the same split and order.
+template <std::size_t World>
+void check_shards(const mnist_split& split, std::uint64_t epoch)
+{
+    constexpr std::size_t global = batch_rows * World;
+    batch_loader<f32, global, feats, Host> whole(split, identity);
+    const epoch_copy all = read_epoch<global>(whole, 7, epoch);
+    std::vector<int> seen(split.count, 0);
+    for (std::size_t rank = 0; rank < World; ++rank) {
+        CAPTURE(rank);
+        batch_loader<f32, batch_rows, feats, Host> part(split, identity, current_stream(), shard{rank, World});
+        CHECK(part.batches_per_epoch() == whole.batches_per_epoch());
+        const epoch_copy mine = read_epoch<batch_rows>(part, 7, epoch);
+        REQUIRE(mine.x.size() == all.x.size());
+        for (std::size_t b = 0; b < mine.x.size(); ++b) {
+            // this rank's rows are rows [rank * batch_rows, (rank + 1) * batch_rows) of the global batch
+            const auto from = [&](const auto& rows, std::size_t width) {
+                return std::vector(rows[b].begin() + rank * batch_rows * width,
+                                   rows[b].begin() + (rank + 1) * batch_rows * width);
+            };
+            CHECK(mine.x[b] == from(all.x, feats));
+            CHECK(mine.labels[b] == from(all.labels, 1));
+            CHECK(mine.valid[b] == from(all.valid, 1));
+            CHECK(mine.rows[b] == std::size_t(std::count(mine.valid[b].begin(), mine.valid[b].end(), 1)));
+            for (std::size_t r = 0; r < mine.rows[b]; ++r)
+                ++seen[static_cast<std::size_t>(mine.x[b][r * feats] + 256 * mine.x[b][r * feats + 1])];
+        }
+    }
+    CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<std::ptrdiff_t>(split.count));
+}
+
+}  // namespace
+
+TEST_CASE("batch_loader shards: each rank its part of every global batch, every sample once per epoch")
+{
+    // 103 samples: 2 ranks take 4 global batches of 32 (the last: 7 real rows,
+    // all on rank 0); 3 ranks take 3 of 48 (the last: 7 real rows, on rank 0)
+    const mnist_split split = tagged_split(103, 23);
+    for (std::uint64_t epoch : {0u, 1u}) {
+        CAPTURE(epoch);
+        check_shards<1>(split, epoch);
+        check_shards<2>(split, epoch);
+        check_shards<3>(split, epoch);
+    }
+    batch_loader<f32, batch_rows, feats, Host> last(split, identity, current_stream(), shard{2, 3});
+    typename decltype(last)::batch b;
+    last.start_epoch(7, 0);
+    std::size_t rows = 0;
+    while (last.next(b)) rows = b.rows();
+    CHECK(rows == 0);  // rank 2's part of the last global batch is all padding
+    CHECK_THROWS_AS((batch_loader<f32, batch_rows, feats, Host>(split, identity, current_stream(), shard{2, 2})), error);
+    CHECK_THROWS_AS((batch_loader<f32, batch_rows, feats, Host>(split, identity, current_stream(), shard{0, 0})), error);
+}
+
+namespace {
+
 // Every pixel value once, in one sample.
 mnist_split all_pixels()
 {

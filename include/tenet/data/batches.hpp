@@ -12,6 +12,9 @@
 // Pixels become values through a transform computed in f32 once per pixel
 // value (a 256-entry table), then rounded to Storage by convert.
 //
+// Data parallelism: with shard{rank, count} each of count ranks takes its
+// part of every global batch of Batch * count rows (see shard).
+//
 // Device: two slots, each a pinned staging buffer and a device buffer. While
 // the caller works on batch k, the host has already filled batch k+1 into the
 // other slot's staging buffer and queued its copy on a private copy stream;
@@ -58,6 +61,19 @@ struct normalize_pixels {
     f32 mean = fashion_mnist_mean;
     f32 std = fashion_mnist_std;
     f32 operator()(std::uint8_t p) const { return (static_cast<f32>(p) / 255.0f - mean) / std; }
+};
+
+// One rank's share of a data-parallel run: every global batch of
+// Batch * count rows, taken in the epoch's order (the same on every rank:
+// same seed, same epoch), is cut into count consecutive parts of Batch rows,
+// and the rank takes part `rank`. So every rank has the same number of
+// batches per epoch, the ranks' parts of one step are that step's global
+// batch in rank order, and each sample is in exactly one rank's batch once
+// per epoch; in the last, padded global batch a rank may have fewer real
+// rows than Batch, or none (valid 0 throughout).
+struct shard {
+    std::size_t rank = 0;
+    std::size_t count = 1;
 };
 
 namespace detail {
@@ -125,15 +141,17 @@ public:
     };
 
     explicit batch_loader(const mnist_split& split, const pixel_transform& transform = normalize_pixels{},
-                          stream_ref compute = current_stream())
-        : split_(checked(split)), compute_(compute), slots_{allocate_slot(compute), allocate_slot(compute)}
+                          stream_ref compute = current_stream(), shard part = {})
+        : split_(checked(split)), part_(checked(part)), compute_(compute),
+          slots_{allocate_slot(compute), allocate_slot(compute)}
     {
         for (unsigned p = 0; p != table_.size(); ++p)
             table_[p] = convert<Storage>(transform(static_cast<std::uint8_t>(p)));
         if constexpr (on_device) pipeline_.emplace(slot_bytes, compute);
     }
     // The loader keeps a reference: a temporary split would dangle.
-    batch_loader(mnist_split&&, const pixel_transform& = normalize_pixels{}, stream_ref = current_stream()) = delete;
+    batch_loader(mnist_split&&, const pixel_transform& = normalize_pixels{}, stream_ref = current_stream(),
+                 shard = {}) = delete;
     batch_loader(const batch_loader&) = delete;
     batch_loader& operator=(const batch_loader&) = delete;
 
@@ -148,7 +166,14 @@ public:
         }
     }
 
-    std::size_t batches_per_epoch() const noexcept { return (split_.count + Batch - 1) / Batch; }
+    // The same on every rank of a shard: global batches of Batch * count rows.
+    std::size_t batches_per_epoch() const noexcept
+    {
+        const std::size_t global = Batch * part_.count;
+        return (split_.count + global - 1) / global;
+    }
+
+    const shard& part() const noexcept { return part_; }
 
     // The epoch's order: permutation(count, seed, epoch), or the split's own
     // order without shuffling. Device: the first batch's copy starts here.
@@ -180,7 +205,7 @@ public:
             fill(slots_[s].data(), handed_);
         }
         out.base_ = slots_[s].data();
-        out.rows_ = std::min(Batch, split_.count - handed_ * Batch);
+        out.rows_ = rows_of(handed_);
         ++handed_;
         slot_ = 1 - s;
         return true;
@@ -197,6 +222,22 @@ private:
         return split;
     }
 
+    static shard checked(shard part)
+    {
+        if (part.count == 0 || part.rank >= part.count)
+            throw error("tenet: batch_loader: shard rank " + std::to_string(part.rank) + " of " +
+                        std::to_string(part.count) + " ranks (a rank must be below the count, the count at least 1)");
+        return part;
+    }
+
+    // Batch b's first position in the epoch's order, and its real rows.
+    std::size_t first_of(std::size_t b) const noexcept { return (b * part_.count + part_.rank) * Batch; }
+    std::size_t rows_of(std::size_t b) const noexcept
+    {
+        const std::size_t first = first_of(b);
+        return first < split_.count ? std::min(Batch, split_.count - first) : 0;
+    }
+
     static buffer<std::byte, Place> allocate_slot(stream_ref s)
     {
         if constexpr (on_device) require_device();  // a clear error before any CUDA call fails
@@ -209,9 +250,9 @@ private:
         auto* x = reinterpret_cast<Storage*>(base);
         auto* labels = reinterpret_cast<std::int32_t*>(base + labels_offset);
         auto* valid = reinterpret_cast<std::int32_t*>(base + valid_offset);
-        const std::size_t rows = std::min(Batch, split_.count - b * Batch);
+        const std::size_t rows = rows_of(b), first = first_of(b);
         for (std::size_t r = 0; r != rows; ++r) {
-            const std::size_t sample = order_[b * Batch + r];
+            const std::size_t sample = order_[first + r];
             const std::uint8_t* pixels = split_.images.data() + sample * Features;
             for (std::size_t f = 0; f != Features; ++f) x[r * Features + f] = table_[pixels[f]];
             labels[r] = split_.labels[sample];
@@ -238,6 +279,7 @@ private:
     }
 
     const mnist_split& split_;
+    shard part_;
     stream_ref compute_;
     std::array<buffer<std::byte, Place>, 2> slots_;  // what the views show
     std::optional<detail::copy_pipeline> pipeline_;  // Device only

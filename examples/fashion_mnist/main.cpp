@@ -6,8 +6,8 @@
 // BatchNorm + max pool 2, conv 3x3 64 + ReLU + BatchNorm + max pool 2,
 // dropout, dense 128 + ReLU, dense 10), vit (a small Vision Transformer:
 // 7x7 patches, 4 encoder layers of width 64, 20 epochs) or all. It runs on the GPU (steps
-// replayed as CUDA Graphs) when this file was compiled by nvcc and a GPU is
-// present, otherwise on the host.
+// replayed as CUDA Graphs) when it was built with CUDA and a GPU is present,
+// otherwise on the host.
 //
 //   fashion_mnist [--model mlp|cnn|vit|all] [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N]
 //                 [--data DIR] [--seed S] [--host] [--eager] [--min-accuracy A]
@@ -37,90 +37,12 @@
 // Prints a progress bar per epoch, a table (model, policy, test accuracy,
 // train time, samples/s, model bytes) and, as its last line, one JSON object
 // with the same figures. With --min-accuracy it exits 1 when any result falls below it.
-#include <tenet/tenet.hpp>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <functional>
-#include <iostream>
-#include <optional>
-#include <ratio>
-#include <sstream>
-#include <string>
-#include <type_traits>
-#include <vector>
+#include "training.hpp"
 
 using namespace tenet;
+using example::options, example::result;
 
 namespace {
-
-constexpr std::size_t batch = 256;
-using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
-using input_shape = Shape<batch, 784>;
-using cnn = nn::Sequential<nn::Conv2d<1, 32, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<32>, nn::MaxPool2d<2>,
-                           nn::Conv2d<32, 64, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<64>, nn::MaxPool2d<2>, nn::Flatten,
-                           nn::Dropout<std::ratio<1, 4>>, nn::Linear<3136, 128>, nn::ReLU, nn::Linear<128, 10>>;
-using image_shape = Shape<batch, 28, 28, 1>;
-// A small Vision Transformer: 7x7 patches (16 tokens of 49 pixels) embedded
-// to 64, learned positions, 4 pre-norm encoder layers (4 heads, MLP 128,
-// dropout 0.1), mean pooling over the tokens, a LayerNorm and a linear head.
-using vit_encoder = nn::TransformerEncoderLayer<64, 4, 128, false, std::ratio<1, 10>>;
-using vit = nn::Sequential<nn::PatchEmbed<7, 1, 64>, nn::PositionalEmbedding<16, 64>, vit_encoder, vit_encoder,
-                           vit_encoder, vit_encoder, nn::MeanPool<1>, nn::LayerNorm<64>, nn::Linear<64, 10>>;
-
-struct options {
-    std::string model = "mlp";
-    std::string policy = "all";
-    std::size_t epochs = 0;  // 0: the model's own (15 for the MLP, 6 for the CNN, 20 for the ViT)
-    std::size_t train_samples = 0;  // 0: all 60000
-    std::string data = data::fashion_mnist_dir;
-    std::uint64_t seed = 1;
-    bool host = false;
-    bool eager = false;
-    double min_accuracy = 0.0;
-    std::string save;
-    std::string quantize;  // "", ptq, qat or all
-    std::string observer = "mse";
-    std::size_t calibration_batches = 32;
-    std::size_t qat_epochs = 1;
-    std::string prune;  // "", unstructured, 2:4 or all
-    std::vector<double> sparsities{0.5, 0.8, 0.9};
-    std::size_t prune_epochs = 8;
-    std::string prune_scope = "global";
-};
-
-// Each model's name in the results, its input shape (images for the CNN
-// and the ViT), and its default epochs and peak learning rate.
-template <class Net>
-constexpr const char* name_of()
-{
-    return std::is_same_v<Net, cnn> ? "cnn" : std::is_same_v<Net, vit> ? "vit" : "mlp";
-}
-template <class Net>
-constexpr bool takes_images = !std::is_same_v<Net, mlp>;
-template <class Net>
-using input_of = std::conditional_t<takes_images<Net>, image_shape, input_shape>;
-
-// Training epochs for a model: --epochs, or the model's own default.
-template <class Net>
-std::size_t epochs_for(const options& o)
-{
-    return o.epochs ? o.epochs : std::is_same_v<Net, cnn> ? 6 : std::is_same_v<Net, vit> ? 20 : 15;
-}
-template <class Net>
-constexpr float learning_rate = std::is_same_v<Net, vit> ? 1e-3f : 2e-3f;
-
-struct result {
-    std::string policy;
-    std::string model = "mlp";
-    double accuracy = 0;
-    double train_seconds = 0;
-    double samples_per_second = 0;
-    std::size_t model_bytes = 0;
-    std::size_t nonzero_parameters = 0;
-    std::size_t epochs = 0;  // of training or fine-tuning (0: none, calibration only)
-};
 
 [[noreturn]] void usage(const std::string& why)
 {
@@ -198,264 +120,6 @@ options parse(int argc, char** argv)
     return o;
 }
 
-template <class Place>
-using loader_t = data::batch_loader<f32, batch, 784, Place>;
-
-// A batch's rows [batch, 784] as the trainer's model takes them (28x28x1
-// images for the CNN): a view, no copy.
-template <class Trainer, class X>
-auto model_input(Trainer& trainer, const X& x)
-{
-    return reshape<typename std::remove_reference_t<decltype(trainer.model())>::input_shape>(x);
-}
-
-// Epochs of training with a progress bar each; returns the seconds spent.
-template <class Trainer, class Loader>
-double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, std::size_t epochs,
-                    std::size_t total_samples, const options& o, std::uint64_t first_epoch = 0,
-                    const std::function<void(std::size_t step)>& each_step = {})
-{
-    typename Loader::batch b;
-    const std::size_t steps_per_epoch = batches.batches_per_epoch();
-    double seconds = 0;
-    for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
-        profile::progress_bar bar(std::cout, name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
-                                  steps_per_epoch);
-        profile::host_timer timer;
-        batches.start_epoch(o.seed, first_epoch + epoch);
-        std::size_t done = 0;
-        double loss = 0;
-        while (batches.next(b)) {
-            trainer.step(model_input(trainer, b.x()), b.labels(), b.valid());
-            if (each_step) each_step(epoch * steps_per_epoch + done);
-            if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
-                loss = trainer.mean_loss();
-                bar.update(done, loss, static_cast<double>(done * batch) / timer.seconds());
-            }
-        }
-        loss = trainer.mean_loss();
-        seconds += timer.seconds();
-        bar.finish(loss, static_cast<double>(total_samples) / timer.seconds());
-    }
-    return seconds;
-}
-
-template <class Trainer, class Loader>
-double test_accuracy(Trainer& trainer, Loader& test_batches)
-{
-    typename Loader::batch b;
-    test_batches.start_epoch(0, 0, /*shuffle=*/false);
-    while (test_batches.next(b)) trainer.evaluate(model_input(trainer, b.x()), b.labels(), b.valid());
-    return trainer.accuracy();
-}
-
-template <class Model>
-train::trainer<Model, train::adamw, train::warmup_cosine_lr> make_trainer(Model& net, std::size_t steps_per_epoch,
-                                                                           std::size_t epochs, float lr,
-                                                                           train::trainer_options options = {})
-{
-    const auto total_steps = static_cast<std::uint64_t>(steps_per_epoch * epochs);
-    return train::trainer<Model, train::adamw, train::warmup_cosine_lr>(
-        net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-4f},
-        train::warmup_cosine_lr{lr, std::min<std::uint64_t>(steps_per_epoch, total_steps / 4), total_steps, 0.0f},
-        options);
-}
-
-template <class Net, class P, class In, class Place>
-result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o,
-                    nn::model<Net, P, In, Place>& net)
-{
-    using storage = typename P::storage;
-    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
-    const std::size_t epochs = epochs_for<Net>(o);
-    auto trainer = make_trainer(net, steps_per_epoch, epochs, learning_rate<Net>);
-    if (!o.eager) trainer.capture();
-    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
-    const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);
-    const double accuracy = test_accuracy(trainer, test_batches);
-    if (!o.save.empty()) trainer.save(o.save + (std::is_same_v<Net, mlp> ? std::string(".") : "." + std::string(name_of<Net>()) + ".") + name);
-    using model_type = nn::model<Net, P, In, Place>;
-    return {name, name_of<Net>(), accuracy, train_seconds,
-            static_cast<double>(set.train.count * epochs) / train_seconds, model_type::parameter_bytes,
-            model_type::parameter_count, epochs};
-}
-
-template <class Net, class P, class In, class Place>
-result train_policy(const std::string& name, const data::mnist_dataset& set, const options& o)
-{
-    nn::model<Net, P, In, Place> net(o.seed);
-    return train_policy(name, set, o, net);
-}
-
-// Test accuracy of an inference model (int8, sparse): logits back on the
-// host, argmax vs label.
-template <class Inference, class Place>
-double inference_accuracy(Inference& q, loader_t<Place>& test_batches)
-{
-    using in = typename Inference::input_shape;
-    typename loader_t<Place>::batch b;
-    Tensor<f32, Shape<batch, 10>, Host> logits;
-    Tensor<std::int32_t, Shape<batch>, Host> labels;
-    std::size_t right = 0, seen = 0;
-    test_batches.start_epoch(0, 0, /*shuffle=*/false);
-    while (test_batches.next(b)) {
-        copy(logits, q.forward(reshape<in>(b.x())));
-        copy(labels, b.labels());
-        current_stream().synchronize();
-        for (std::size_t r = 0; r < b.rows(); ++r) {
-            const float* row = logits.data() + r * 10;
-            right += std::max_element(row, row + 10) - row == labels.data()[r];
-        }
-        seen += b.rows();
-    }
-    return static_cast<double>(right) / static_cast<double>(seen);
-}
-
-// Post-training quantization of the trained model with observer Observer.
-template <class Observer, class Net, class Place>
-result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained)
-{
-    using in = input_of<Net>;
-    profile::host_timer timer;
-    nn::model<Net, quant::qat<fp32, Observer>, in, Place> calibrated;
-    quant::copy_parameters(calibrated, trained);
-    quant::prepare_calibration(calibrated);
-    loader_t<Place> train_batches(set.train, data::normalize_pixels{});
-    typename loader_t<Place>::batch b;
-    train_batches.start_epoch(o.seed, 1000);
-    for (std::size_t i = 0; i < o.calibration_batches && train_batches.next(b); ++i) calibrated.forward(reshape<in>(b.x()));
-    quant::int8_model<Net, in, Place> q(calibrated);
-    const double seconds = timer.seconds();
-    loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_ptq_" + o.observer, name_of<Net>(), inference_accuracy(q, test_batches), seconds, 0.0, decltype(q)::parameter_bytes,
-            std::remove_cvref_t<decltype(trained)>::parameter_count};
-}
-
-template <class Net, class Place>
-result post_training_int8(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained)
-{
-    if (o.observer == "minmax") return post_training_int8<quant::min_max_observer<>>(set, o, trained);
-    if (o.observer == "percentile") return post_training_int8<quant::percentile_observer>(set, o, trained);
-    return post_training_int8<quant::mse_observer>(set, o, trained);
-}
-
-// Quantization-aware fine-tuning of the trained model, then int8.
-template <class Net, class Place>
-result quantization_aware_int8(const data::mnist_dataset& set, const options& o,
-                               const nn::model<Net, fp32, input_of<Net>, Place>& trained)
-{
-    nn::model<Net, quant::qat<fp32>, input_of<Net>, Place> net;
-    quant::copy_parameters(net, trained);
-    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
-    auto trainer = make_trainer(net, steps_per_epoch, o.qat_epochs, 2e-4f);
-    loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    const std::size_t freeze_at = steps_per_epoch * o.qat_epochs / 2;
-    const double seconds = train_epochs(trainer, train_batches, "int8_qat", o.qat_epochs, set.train.count, o, epochs_for<Net>(o),
-                                        [&](std::size_t step) {
-                                            if (step + 1 == freeze_at) quant::freeze_observers(net);
-                                        });
-    net.eval();
-    quant::int8_model<Net, input_of<Net>, Place> q(net);
-    loader_t<Place> test_batches(set.test, data::normalize_pixels{});
-    return {"int8_qat", name_of<Net>(), inference_accuracy(q, test_batches), seconds,
-            static_cast<double>(set.train.count * o.qat_epochs) / seconds, decltype(q)::parameter_bytes,
-            std::remove_cvref_t<decltype(trained)>::parameter_count, o.qat_epochs};
-}
-
-// Fine-tunes a copy of the trained model while pruning it: to `sparsity`
-// (unstructured, gradual) or, with sparsity < 0, to 2:4 (once, at the start).
-template <class Net, class Place>
-result pruned(const data::mnist_dataset& set, const options& o, const nn::model<Net, fp32, input_of<Net>, Place>& trained,
-              double sparsity)
-{
-    using model_type = nn::model<Net, fp32, input_of<Net>, Place>;
-    model_type net;
-    nn::copy_parameters(net, trained);
-    const bool two_four = sparsity < 0;
-    const std::string name = two_four ? "pruned_2:4" : "pruned_" + std::to_string(int(sparsity * 100 + 0.5)) + "%";
-    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
-    train::trainer_options masked;
-    masked.optimizer.masked = true;
-    auto trainer = make_trainer(net, steps_per_epoch, o.prune_epochs, 5e-4f, masked);
-    if (!o.eager) trainer.capture();
-    auto& optimizer = trainer.optimizer();
-    // Unstructured: ten re-prunings spread over the first two thirds of the steps.
-    using pruner_type = prune::pruner<std::remove_reference_t<decltype(optimizer)>, prune::gradual_sparsity>;
-    std::optional<pruner_type> gradual;
-    if (two_four) {
-        prune::two_four(optimizer.masks(), prune::skip_misfits);
-        optimizer.apply_masks();
-    } else {
-        const std::uint64_t every = std::max<std::uint64_t>(1, steps_per_epoch * o.prune_epochs * 2 / 30);
-        gradual.emplace(optimizer, prune::gradual_sparsity{0.0, sparsity, 0, 10, every},
-                        o.prune_scope == "layer" ? prune::scope::per_layer : prune::scope::global);
-        gradual->update(0);
-    }
-    loader_t<Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    const double seconds = train_epochs(trainer, train_batches, name, o.prune_epochs, set.train.count, o, epochs_for<Net>(o),
-                                        [&](std::size_t step) {
-                                            if (gradual) gradual->update(step + 1);
-                                        });
-    loader_t<Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
-    const double accuracy = test_accuracy(trainer, test_batches);
-
-    const prune::sparsity_report report = prune::report(optimizer.masks());
-    std::cout << report.table();
-    // Model bytes: the weights compressed (2:4: values and 2-bit indices; else
-    // CSR) and the biases; the CNN's are counted dense.
-    std::size_t bytes = model_type::parameter_bytes;
-    if constexpr (std::is_same_v<Net, mlp>) {
-        prune::sparse_model<Net, input_of<Net>> sparse(net, optimizer.masks());
-        loader_t<Host> host_test_batches(set.test, data::normalize_pixels{});
-        const double sparse_accuracy = inference_accuracy(sparse, host_test_batches);
-        bytes = sparse.bytes();
-        if (two_four) {
-            bytes = 0;
-            optimizer.masks().for_each([&](const std::string&, auto weight, auto keep) {
-                bytes += prune::compress_24(weight, keep).bytes() + decltype(weight)::shape::extents[0] * sizeof(f32);
-            });
-        }
-        std::printf("%s: test accuracy %.4f as trained, %.4f through host sparse inference (CSR)\n\n", name.c_str(),
-                    accuracy, sparse_accuracy);
-    }
-    return {name, name_of<Net>(), accuracy, seconds, static_cast<double>(set.train.count * o.prune_epochs) / seconds, bytes,
-            report.parameter_nonzero, o.prune_epochs};
-}
-
-// The fp32 model with the quantized and pruned variants asked for, then bf16_mixed and fp16_mixed.
-template <class Net, class Place>
-void train_model(const data::mnist_dataset& set, const options& o, std::vector<result>& out)
-{
-    using in = input_of<Net>;
-    if (o.policy == "fp32" || o.policy == "all") {
-        nn::model<Net, fp32, in, Place> net(o.seed);
-        out.push_back(train_policy("fp32", set, o, net));
-        if constexpr (std::is_same_v<Net, vit>) {
-            if (!o.quantize.empty() || !o.prune.empty())
-                std::printf("vit: not quantized or pruned (int8 attention is not built yet)\n\n");
-        } else {
-            if (o.quantize == "ptq" || o.quantize == "all") out.push_back(post_training_int8(set, o, net));
-            if (o.quantize == "qat" || o.quantize == "all") out.push_back(quantization_aware_int8(set, o, net));
-            if (o.prune == "unstructured" || o.prune == "all")
-                for (const double s : o.sparsities) out.push_back(pruned(set, o, net, s));
-            if (o.prune == "2:4" || o.prune == "all") out.push_back(pruned(set, o, net, -1.0));
-        }
-    }
-    if (o.policy == "bf16" || o.policy == "all") out.push_back(train_policy<Net, bf16_mixed, in, Place>("bf16_mixed", set, o));
-    if (o.policy == "fp16" || o.policy == "all") out.push_back(train_policy<Net, fp16_mixed, in, Place>("fp16_mixed", set, o));
-}
-
-template <class Place>
-std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
-{
-    std::vector<result> out;
-    if (o.model == "vit" || o.model == "all") train_model<vit, Place>(set, o, out);
-    if (o.model == "cnn" || o.model == "all") train_model<cnn, Place>(set, o, out);
-    if (o.model == "mlp" || o.model == "all") train_model<mlp, Place>(set, o, out);
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv)
@@ -466,18 +130,18 @@ int main(int argc, char** argv)
         if (o.train_samples) set.train = data::subset(set.train, o.train_samples);
         std::vector<result> results;
         std::string where = "host";
-#if TENET_CUDA_COMPILER
+#if TENET_EXAMPLE_DEVICE
         if (!o.host && has_device()) {
             where = "cuda";
-            results = train_all<Device>(set, o);
+            results = example::train_on_device(set, o);
         }
 #endif
-        if (where == "host") results = train_all<Host>(set, o);
+        if (where == "host") results = example::train_on_host(set, o);
 
         std::printf("\n%-6s %-20s %14s %14s %14s %12s %12s\n", "model", "policy", "test accuracy", "train time s",
                     "samples/s", "model bytes", "nonzeros");
         std::ostringstream json;
-        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"train_samples\":" << set.train.count << ",\"batch\":" << batch << ",\"results\":[";
+        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];

@@ -17,6 +17,8 @@
 // "skipped: no CUDA device".
 #include <tenet/tenet.hpp>
 
+#include "support/device_timing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,39 +29,7 @@ namespace {
 using namespace tenet;
 namespace nn = tenet::nn;
 
-constexpr int timed_batches = 20, calls_per_batch = 5;
-
-class event {
-public:
-    event() { TENET_CUDA_CHECK(cudaEventCreate(&handle_)); }
-    event(const event&) = delete;
-    event& operator=(const event&) = delete;
-    ~event() { cudaEventDestroy(handle_); }
-    cudaEvent_t get() const { return handle_; }
-
-private:
-    cudaEvent_t handle_ = nullptr;
-};
-
-template <class F>
-double median_seconds(F&& call)
-{
-    const cudaStream_t stream = current_stream().get();
-    for (int i = 0; i < 3; ++i) call();  // plans, workspaces, clocks
-    event start, stop;
-    std::vector<double> seconds;
-    for (int r = 0; r < timed_batches; ++r) {
-        TENET_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-        for (int i = 0; i < calls_per_batch; ++i) call();
-        TENET_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-        TENET_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-        float ms = 0;
-        TENET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-        seconds.push_back(ms / 1e3 / calls_per_batch);
-    }
-    std::nth_element(seconds.begin(), seconds.begin() + timed_batches / 2, seconds.end());
-    return seconds[timed_batches / 2];
-}
+constexpr std::size_t calls_per_batch = 5;
 
 template <class P, std::size_t B, std::size_t T, std::size_t D, std::size_t H, bool Causal>
 void measure(const char* policy)
@@ -70,10 +40,12 @@ void measure(const char* policy)
     Tensor<storage, S, Device> x, dy;
     x = random_normal<S>(2);
     dy = random_normal<S>(3);
-    const double seconds = median_seconds([&] {
-        layer.forward(x);
-        layer.backward(dy);
-    });
+    const double seconds = bench::median_seconds(
+        [&] {
+            layer.forward(x);
+            layer.backward(dy);
+        },
+        calls_per_batch);
     const double flops = 3.0 * (8.0 * B * T * D * D + 4.0 * B * T * T * D);
     std::printf("attention %-10s B %zu T %-5zu D %zu H %-3zu %-7s tenet %9.3f ms %8.1f TFLOP/s\n", policy, B, T, D, H,
                 Causal ? "causal" : "full", seconds * 1e3, flops / seconds / 1e12);
@@ -124,13 +96,7 @@ int main()
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    int device = 0, runtime = 0;
-    cudaDeviceProp properties{};
-    TENET_CUDA_CHECK(cudaGetDevice(&device));
-    TENET_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-    TENET_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    std::printf("== device attention: nn::MultiHeadAttention forward + backward; %s, CUDA runtime %d.%d\n",
-                properties.name, runtime / 1000, runtime % 1000 / 10);
+    std::printf("== device attention: nn::MultiHeadAttention forward + backward; %s\n", bench::device_description().c_str());
     verify<fp32, true>("fp32");
     verify<bf16_mixed, false>("bf16_mixed");
     measure<bf16_mixed, 8, 256, 768, 12, false>("bf16_mixed");

@@ -11,6 +11,7 @@
 // chain's 3 inputs read and 1 output written, and the copy's 2 arrays.
 // Without a GPU it prints "skipped: no CUDA device" and exits 0.
 #include "chain30.hpp"
+#include "support/device_timing.hpp"
 
 #include <cub/device/device_transform.cuh>
 #include <cuda/std/tuple>
@@ -23,7 +24,6 @@
 
 namespace {
 
-constexpr int timed_batches = 20;
 // A timed batch covers at least this many elements (many launches when small).
 constexpr std::size_t batch_elements = std::size_t{1} << 24;
 // Where fused is checked against cub (each element type).
@@ -37,39 +37,6 @@ struct chain30_functor {
         return tenet::convert<T>(bench::chain30_reference(f32(a), f32(b), f32(c)));
     }
 };
-
-class event {
-public:
-    event() { TENET_CUDA_CHECK(cudaEventCreate(&handle_)); }
-    event(const event&) = delete;
-    event& operator=(const event&) = delete;
-    ~event() { cudaEventDestroy(handle_); }
-    cudaEvent_t get() const { return handle_; }
-
-private:
-    cudaEvent_t handle_ = nullptr;
-};
-
-// Median seconds per call of launch(), each timed batch `batch` calls long.
-template <class F>
-double median_seconds(F&& launch, std::size_t batch)
-{
-    const cudaStream_t stream = tenet::current_stream().get();
-    for (int i = 0; i < 3; ++i) launch();  // allocations, caches, clocks
-    event start, stop;
-    std::vector<double> seconds;
-    for (int r = 0; r < timed_batches; ++r) {
-        TENET_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-        for (std::size_t i = 0; i < batch; ++i) launch();
-        TENET_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-        TENET_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-        float ms = 0;
-        TENET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-        seconds.push_back(ms / 1e3 / static_cast<double>(batch));
-    }
-    std::nth_element(seconds.begin(), seconds.begin() + timed_batches / 2, seconds.end());
-    return seconds[timed_batches / 2];
-}
 
 // Largest |x - y| over two device tensors; NaN if either has a NaN (outputs
 // are poisoned with NaN first, so an element left unwritten shows).
@@ -129,10 +96,10 @@ row measure()
 
     const double chain_bytes = 4.0 * tensor::bytes, copy_bytes = 2.0 * tensor::bytes;
     row r{tenet::numeric_traits<T>::name, Log2, 0, 0, 0, 0};
-    r.fused = chain_bytes / median_seconds(fused, batch) / 1e9;
-    r.unfused = chain_bytes / median_seconds([&] { unfused.run(a, b, c); }, batch) / 1e9;
-    r.cub = chain_bytes / median_seconds(cub, batch) / 1e9;
-    r.copy = copy_bytes / median_seconds(copy, batch) / 1e9;
+    r.fused = chain_bytes / bench::median_seconds(fused, batch) / 1e9;
+    r.unfused = chain_bytes / bench::median_seconds([&] { unfused.run(a, b, c); }, batch) / 1e9;
+    r.cub = chain_bytes / bench::median_seconds(cub, batch) / 1e9;
+    r.copy = copy_bytes / bench::median_seconds(copy, batch) / 1e9;
     std::printf("  %-4s 2^%d: fused %8.1f  unfused %8.1f  cub %8.1f  copy %8.1f GB/s\n", r.type, Log2, r.fused,
                 r.unfused, r.cub, r.copy);
     return r;
@@ -180,13 +147,7 @@ int main()
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    int device = 0, runtime = 0;
-    cudaDeviceProp properties{};
-    TENET_CUDA_CHECK(cudaGetDevice(&device));
-    TENET_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-    TENET_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    std::printf("== device elementwise: 30-op chain (bench/chain30.hpp), 3 inputs + 1 output; %s, CUDA runtime %d.%d\n",
-                properties.name, runtime / 1000, runtime % 1000 / 10);
+    std::printf("== device elementwise: 30-op chain (bench/chain30.hpp), 3 inputs + 1 output; %s\n", bench::device_description().c_str());
 
     using sizes = std::integer_sequence<int, 16, 18, 20, 22, 24, 26, 28>;
     std::vector<row> rows;

@@ -9,6 +9,8 @@
 // "skipped: no CUDA device" and exits 0.
 #include <tenet/tenet.hpp>
 
+#include "support/device_timing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,40 +18,7 @@
 
 namespace {
 
-constexpr int timed_batches = 20;
-constexpr int calls_per_batch = 10;
-
-class event {
-public:
-    event() { TENET_CUDA_CHECK(cudaEventCreate(&handle_)); }
-    event(const event&) = delete;
-    event& operator=(const event&) = delete;
-    ~event() { cudaEventDestroy(handle_); }
-    cudaEvent_t get() const { return handle_; }
-
-private:
-    cudaEvent_t handle_ = nullptr;
-};
-
-template <class F>
-double median_seconds(F&& launch)
-{
-    const cudaStream_t stream = tenet::current_stream().get();
-    for (int i = 0; i < 3; ++i) launch();  // plans, workspaces, clocks
-    event start, stop;
-    std::vector<double> seconds;
-    for (int r = 0; r < timed_batches; ++r) {
-        TENET_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-        for (int i = 0; i < calls_per_batch; ++i) launch();
-        TENET_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-        TENET_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-        float ms = 0;
-        TENET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-        seconds.push_back(ms / 1e3 / calls_per_batch);
-    }
-    std::nth_element(seconds.begin(), seconds.begin() + timed_batches / 2, seconds.end());
-    return seconds[timed_batches / 2];
-}
+constexpr std::size_t calls_per_batch = 10;
 
 // Largest |x - y| of two device tensors, relative to max |y|.
 template <class T, class S>
@@ -69,7 +38,7 @@ double relative_difference(const tenet::Tensor<T, S, tenet::Device>& x, const te
 }
 
 template <tenet::linalg::activation Act, class E>
-auto activate(E&& e)
+auto apply_activation(E&& e)
 {
     if constexpr (Act == tenet::linalg::activation::relu) return tenet::relu(std::forward<E>(e));
     else return tenet::gelu_tanh(std::forward<E>(e));
@@ -85,17 +54,19 @@ void measure(const char* name)
     tenet::Tensor<bf16, Shape<Out>> b = tenet::random_uniform<Shape<Out>>(3) - 0.5f;
     tenet::Tensor<bf16, Shape<M, Out>> fused_y, two_y, three_y, t;
 
-    const auto fused = [&] { fused_y = activate<Act>(tenet::matmul(x, tenet::transpose(w)) + b); };
+    const auto fused = [&] { fused_y = apply_activation<Act>(tenet::matmul(x, tenet::transpose(w)) + b); };
     const auto two = [&] {
         two_y = tenet::matmul(x, tenet::transpose(w));
-        two_y = activate<Act>(two_y + b);
+        two_y = apply_activation<Act>(two_y + b);
     };
     const auto three = [&] {
         three_y = tenet::matmul(x, tenet::transpose(w));
         t = three_y + b;
-        three_y = activate<Act>(t);
+        three_y = apply_activation<Act>(t);
     };
-    const double s_fused = median_seconds(fused), s_two = median_seconds(two), s_three = median_seconds(three);
+    const double s_fused = bench::median_seconds(fused, calls_per_batch),
+                 s_two = bench::median_seconds(two, calls_per_batch),
+                 s_three = bench::median_seconds(three, calls_per_batch);
     const double flops = 2.0 * M * In * Out;
     std::printf("%-10s %6zu %6zu %6zu %10.1f %10.1f %10.1f %9.1f %8.2fx %8.2fx %10.2g\n", name, M, In, Out, s_fused * 1e6,
                 s_two * 1e6, s_three * 1e6, flops / s_fused / 1e12, s_two / s_fused, s_three / s_fused,
@@ -119,13 +90,7 @@ int main()
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    int device = 0, runtime = 0;
-    cudaDeviceProp properties{};
-    TENET_CUDA_CHECK(cudaGetDevice(&device));
-    TENET_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-    TENET_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    std::printf("== device matmul epilogues, bf16, y = act(x W^T + b); %s, CUDA runtime %d.%d\n", properties.name,
-                runtime / 1000, runtime % 1000 / 10);
+    std::printf("== device matmul epilogues, bf16, y = act(x W^T + b); %s\n", bench::device_description().c_str());
     std::printf("%-10s %6s %6s %6s %10s %10s %10s %9s %9s %9s %10s\n", "act", "M", "In", "Out", "fused us", "2-step us",
                 "3-step us", "TFLOP/s", "vs 2-step", "vs 3-step", "rel diff");
     measure_shapes<tenet::linalg::activation::relu>("relu");

@@ -14,6 +14,8 @@
 // host implementation. Without a GPU it prints "skipped: no CUDA device".
 #include <tenet/tenet.hpp>
 
+#include "support/device_timing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,42 +25,8 @@ namespace {
 
 using namespace tenet;
 
-constexpr int timed_batches = 20;
 // A timed batch moves at least this many bytes (many launches when small).
 constexpr double batch_bytes = 1 << 28;
-
-class event {
-public:
-    event() { TENET_CUDA_CHECK(cudaEventCreate(&handle_)); }
-    event(const event&) = delete;
-    event& operator=(const event&) = delete;
-    ~event() { cudaEventDestroy(handle_); }
-    cudaEvent_t get() const { return handle_; }
-
-private:
-    cudaEvent_t handle_ = nullptr;
-};
-
-// Median seconds per call of launch(), each timed batch `batch` calls long.
-template <class F>
-double median_seconds(F&& launch, std::size_t batch)
-{
-    const cudaStream_t stream = current_stream().get();
-    for (int i = 0; i < 3; ++i) launch();  // allocations, caches, clocks
-    event start, stop;
-    std::vector<double> seconds;
-    for (int r = 0; r < timed_batches; ++r) {
-        TENET_CUDA_CHECK(cudaEventRecord(start.get(), stream));
-        for (std::size_t i = 0; i < batch; ++i) launch();
-        TENET_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-        TENET_CUDA_CHECK(cudaEventSynchronize(stop.get()));
-        float ms = 0;
-        TENET_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-        seconds.push_back(ms / 1e3 / static_cast<double>(batch));
-    }
-    std::nth_element(seconds.begin(), seconds.begin() + timed_batches / 2, seconds.end());
-    return seconds[timed_batches / 2];
-}
 
 struct row {
     const char* op;
@@ -148,7 +116,7 @@ void measure(std::vector<row>& rows)
     Tensor<f32, Shape<>, Device> loss;
     const double tensor_bytes = static_cast<double>(S::numel * sizeof(T));
     const auto batch = static_cast<std::size_t>(std::max(1.0, batch_bytes / (2 * tensor_bytes)));
-    const auto gbs = [&](double bytes, auto&& launch) { return bytes / median_seconds(launch, batch) / 1e9; };
+    const auto gbs = [&](double bytes, auto&& launch) { return bytes / bench::median_seconds(launch, batch) / 1e9; };
     const double copy_gbs = gbs(2 * tensor_bytes, [&] {
         TENET_CUDA_CHECK(cudaMemcpyAsync(y.data(), in.x.data(), S::numel * sizeof(T), cudaMemcpyDeviceToDevice,
                                          current_stream().get()));
@@ -187,13 +155,7 @@ int main()
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    int device = 0, runtime = 0;
-    cudaDeviceProp properties{};
-    TENET_CUDA_CHECK(cudaGetDevice(&device));
-    TENET_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
-    TENET_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-    std::printf("== device row ops: softmax, layernorm forward, cross-entropy forward; %s, CUDA runtime %d.%d\n",
-                properties.name, runtime / 1000, runtime % 1000 / 10);
+    std::printf("== device row ops: softmax, layernorm forward, cross-entropy forward; %s\n", bench::device_description().c_str());
     verify<f32, 4096, 128>();
     verify<bf16, 4096, 128>();
     std::vector<row> rows;

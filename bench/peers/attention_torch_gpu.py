@@ -15,10 +15,10 @@ calls. TFLOP/s counts the dense work (projections 8 B T D^2, attention
 4 B T^2 D forward, twice that backward), causal rows included. Prints
 "skipped: ..." and exits 0 without torch or a GPU.
 """
-import statistics
 import sys
 
-TIMED_BATCHES = 20
+from cuda_timing import median_seconds
+
 CALLS_PER_BATCH = 5
 CONFIGS = [
     ("bf16_mixed", 8, 256, 768, 12, False),
@@ -28,22 +28,6 @@ CONFIGS = [
     ("fp32", 8, 256, 768, 12, False),
     ("fp32", 8, 256, 768, 12, True),
 ]
-
-
-def median_seconds(torch, call):
-    for _ in range(3):  # allocator, kernel selection, clocks
-        call()
-    seconds = []
-    for _ in range(TIMED_BATCHES):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(CALLS_PER_BATCH):
-            call()
-        stop.record()
-        stop.synchronize()
-        seconds.append(start.elapsed_time(stop) / 1e3 / CALLS_PER_BATCH)
-    return statistics.median(seconds)
 
 
 def measure(torch, policy, b, t, d, h, causal):
@@ -67,7 +51,7 @@ def measure(torch, policy, b, t, d, h, causal):
         y = f.linear(o.transpose(1, 2).reshape(b, t, d), w_out, b_out)
         torch.autograd.grad(y, params, dy)
 
-    seconds = median_seconds(torch, call)
+    seconds = median_seconds(torch, call, CALLS_PER_BATCH)
     flops = 3.0 * (8.0 * b * t * d * d + 4.0 * b * t * t * d)
     print(
         f"attention {policy:<10} B {b} T {t:<5} D {d} H {h:<3} {'causal' if causal else 'full':<7} "

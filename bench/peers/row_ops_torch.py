@@ -11,28 +11,12 @@ torch.nn.functional.cross_entropy (log_softmax + nll_loss; padding rows as
 ignore_index). Timed with CUDA events: a warm-up, then the median of 20
 timed batches. Prints "skipped: ..." and exits 0 without torch or a GPU.
 """
-import statistics
 import sys
 
-TIMED_BATCHES = 20
+from cuda_timing import median_seconds
+
 BATCH_BYTES = 1 << 28  # a timed batch moves at least this many bytes
 SIZES = [(4096, 128), (65536, 128), (4096, 1024), (65536, 1024), (4096, 4096), (16384, 4096)]
-
-
-def median_seconds(torch, launch, batch):
-    for _ in range(3):  # allocator, caches, clocks
-        launch()
-    seconds = []
-    for _ in range(TIMED_BATCHES):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(batch):
-            launch()
-        stop.record()
-        stop.synchronize()
-        seconds.append(start.elapsed_time(stop) / 1e3 / batch)
-    return statistics.median(seconds)
 
 
 def measure(torch, dtype, type_name, rows, n):

@@ -95,11 +95,9 @@ public:
     // A stream number of its own for each parameter, and one per random layer.
     std::uint64_t next_stream() { return stream_++; }
 
-    // The model's scratch for recomputed activations (gradient checkpointing),
-    // shared by every Checkpointed segment: each uses it from its start.
-    std::byte* recompute_arena() const { return arena_; }
-
-    // While a Checkpointed segment builds its layers (from start_keeping()
+    // The model's scratch for recomputed activations (gradient checkpointing)
+    // is shared by every Checkpointed segment, each from its start. While a
+    // Checkpointed segment builds its layers (from start_keeping()
     // to stop_keeping(), which says how many bytes went), their kept tensors
     // are handed out from the arena's beginning, in order; elsewhere keep()
     // gives null and the kept tensor owns its memory.

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 TENET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TENET_PACKAGES=(cmake ninja-build g++ ccache doctest-dev libeigen3-dev zlib1g-dev libbenchmark-dev libdnnl-dev dataset-fashion-mnist fortunes)
+TENET_PACKAGES=(cmake ninja-build g++ ccache doctest-dev libeigen3-dev zlib1g-dev libbenchmark-dev libdnnl-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes)
 
 tenet_require_cuda() {
     if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then

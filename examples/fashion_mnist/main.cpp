@@ -34,10 +34,23 @@
 // trained (dense with zeros) and, for the MLP, through host sparse inference
 // (CSR); its per-layer sparsity is printed.
 //
+// --data-parallel (built with MPI) trains on every rank of an mpirun job:
+//   mpirun -np 2 fashion_mnist --data-parallel
+// Each rank loads its share of every shuffled global batch (256 rows per
+// rank), gradients are summed across ranks, and the test accuracy is the
+// whole test set's; rank 0 prints. Host models, the MLP, CNN or ViT, without
+// --quantize or --prune.
+//
 // Prints a progress bar per epoch, a table (model, policy, test accuracy,
 // train time, samples/s, model bytes) and, as its last line, one JSON object
 // with the same figures. With --min-accuracy it exits 1 when any result falls below it.
 #include "training.hpp"
+
+#if TENET_EXAMPLE_MPI
+#include <tenet/dist/dist.hpp>
+#endif
+
+#include <memory>
 
 using namespace tenet;
 using example::options, example::result;
@@ -53,7 +66,7 @@ namespace {
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
               << "                     [--calibration-batches N] [--qat-epochs N]\n"
               << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
-              << "                     [--prune-scope global|layer]\n";
+              << "                     [--prune-scope global|layer] [--data-parallel]\n";
     std::exit(2);
 }
 
@@ -96,6 +109,7 @@ options parse(int argc, char** argv)
         else if (arg == "--sparsities") o.sparsities = parse_list(value());
         else if (arg == "--prune-epochs") o.prune_epochs = std::stoul(value());
         else if (arg == "--prune-scope") o.prune_scope = value();
+        else if (arg == "--data-parallel") o.data_parallel = true;
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
@@ -115,6 +129,11 @@ options parse(int argc, char** argv)
         usage("--prune prunes the fp32 model: use --policy fp32 or all");
     if (o.prune_epochs == 0) usage("--prune-epochs must be at least 1");
     if (o.prune_scope != "global" && o.prune_scope != "layer") usage("--prune-scope must be global or layer");
+    if (o.data_parallel && (!o.quantize.empty() || !o.prune.empty()))
+        usage("--data-parallel trains the model alone: no --quantize or --prune");
+#if !TENET_EXAMPLE_MPI
+    if (o.data_parallel) usage("--data-parallel needs MPI: this build found none (install libopenmpi-dev)");
+#endif
     for (const double s : o.sparsities)
         if (!(s >= 0.0 && s < 1.0)) usage("--sparsities must lie in [0, 1)");
     return o;
@@ -124,7 +143,19 @@ options parse(int argc, char** argv)
 
 int main(int argc, char** argv)
 {
-    const options o = parse(argc, argv);
+    options o = parse(argc, argv);
+#if TENET_EXAMPLE_MPI
+    std::optional<dist::mpi_session> mpi;
+    std::unique_ptr<dist::mpi_communicator> world;
+    if (o.data_parallel) {
+        mpi.emplace(argc, argv);
+        world = std::make_unique<dist::mpi_communicator>();
+        o.communicator = world.get();
+        o.host = true;  // (the device's engine, NCCL, is not built yet)
+    }
+#endif
+    const int rank = o.communicator ? o.communicator->rank() : 0;
+    const int world_size = o.communicator ? o.communicator->size() : 1;
     try {
         data::mnist_dataset set = data::load_mnist(o.data);
         if (o.train_samples) set.train = data::subset(set.train, o.train_samples);
@@ -138,10 +169,11 @@ int main(int argc, char** argv)
 #endif
         if (where == "host") results = example::train_on_host(set, o);
 
+        if (rank != 0) return 0;
         std::printf("\n%-6s %-20s %14s %14s %14s %12s %12s\n", "model", "policy", "test accuracy", "train time s",
                     "samples/s", "model bytes", "nonzeros");
         std::ostringstream json;
-        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
+        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"world_size\":" << world_size << ",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];

@@ -57,7 +57,23 @@ struct options {
     std::vector<double> sparsities{0.5, 0.8, 0.9};
     std::size_t prune_epochs = 8;
     std::string prune_scope = "global";
+    bool data_parallel = false;
+    dist::communicator* communicator = nullptr;  // data parallel: this rank's communicator
 };
+
+// This rank's share of the loaders' batches (all of them without data parallelism).
+inline data::shard shard_of(const options& o)
+{
+    if (!o.communicator) return {};
+    return {static_cast<std::size_t>(o.communicator->rank()), static_cast<std::size_t>(o.communicator->size())};
+}
+
+// Progress goes to std::cout on rank 0; other ranks print nothing.
+inline std::ostream& progress_stream(const options& o)
+{
+    static std::ostream discard(nullptr);
+    return o.communicator && o.communicator->rank() != 0 ? discard : std::cout;
+}
 
 // Each model's name in the results, its input shape (images for the CNN
 // and the ViT), and its default epochs and peak learning rate.
@@ -112,7 +128,7 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
     const std::size_t steps_per_epoch = batches.batches_per_epoch();
     double seconds = 0;
     for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
-        profile::progress_bar bar(std::cout, name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
+        profile::progress_bar bar(progress_stream(o), name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
                                   steps_per_epoch);
         profile::host_timer timer;
         batches.start_epoch(o.seed, first_epoch + epoch);
@@ -123,7 +139,7 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
             if (each_step) each_step(epoch * steps_per_epoch + done);
             if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
                 loss = trainer.mean_loss();
-                bar.update(done, loss, static_cast<double>(done * batch) / timer.seconds());
+                bar.update(done, loss, static_cast<double>(done * batch * trainer.world_size()) / timer.seconds());
             }
         }
         loss = trainer.mean_loss();
@@ -159,12 +175,15 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
                     nn::model<Net, P, In, Place>& net)
 {
     using storage = typename P::storage;
-    const std::size_t steps_per_epoch = (set.train.count + batch - 1) / batch;
+    const std::size_t global_batch = batch * shard_of(o).count;
+    const std::size_t steps_per_epoch = (set.train.count + global_batch - 1) / global_batch;
     const std::size_t epochs = epochs_for<Net>(o);
-    auto trainer = make_trainer(net, steps_per_epoch, epochs, learning_rate<Net>);
+    auto trainer = make_trainer(net, steps_per_epoch, epochs, learning_rate<Net>, {.communicator = o.communicator});
     if (!o.eager) trainer.capture();
-    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream());
-    data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream());
+    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream(),
+                                                                 shard_of(o));
+    data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream(),
+                                                                shard_of(o));
     const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);
     const double accuracy = test_accuracy(trainer, test_batches);
     if (!o.save.empty()) trainer.save(o.save + (std::is_same_v<Net, mlp> ? std::string(".") : "." + std::string(name_of<Net>()) + ".") + name);

@@ -8,10 +8,13 @@
 #include <tenet/nn/nn.hpp>
 #include <tenet/train/trainer.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace tenet;
@@ -201,4 +204,124 @@ TEST_CASE("trainer: no schedule means the rule's conventional rate, never a sile
     CHECK(adamw_default.optimizer().schedule().lr == 1e-3f);
     model_t<fp32, 8> other(21);
     CHECK_THROWS_AS((train::trainer(other, train::adamw{}, train::constant_lr{0.0f})), tenet::error);
+}
+
+namespace {
+
+// A communicator of one rank that records what the trainer asks of it (the
+// collectives are then identities): the data-parallel path, without MPI.
+class recording_communicator final : public dist::communicator {
+public:
+    struct call {
+        std::string what;
+        std::size_t n;
+        const void* data;
+    };
+    explicit recording_communicator(bool host = true) : host_(host) {}
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    bool host_memory() const override { return host_; }
+    void allreduce_sum(float* data, std::size_t n, stream_ref) override { calls.push_back({"allreduce", n, data}); }
+    void reduce_scatter_sum(const float* in, float* out, std::size_t n, stream_ref) override
+    {
+        std::copy_n(in, n, out);
+        calls.push_back({"reduce_scatter", n, in});
+    }
+    void all_gather(const void* in, void* out, std::size_t bytes, stream_ref) override
+    {
+        std::memcpy(out, in, bytes);
+        calls.push_back({"all_gather", bytes, in});
+    }
+    void broadcast(void* data, std::size_t bytes, int, stream_ref) override { calls.push_back({"broadcast", bytes, data}); }
+
+    std::vector<call> calls;
+
+private:
+    bool host_;
+};
+
+}  // namespace
+
+TEST_CASE("trainer with a communicator: the data-parallel path on one rank trains as without one")
+{
+    const task data = make_task(16 * 5 + 6, 12);  // a padded last batch
+    model_t<fp32, 16> plain_model(3), parallel_model(3);
+    train::trainer_options accumulate;
+    accumulate.accumulation_steps = 2;
+    train::trainer plain(plain_model, train::adamw{}, train::constant_lr{1e-2f}, accumulate);
+    recording_communicator comm;
+    train::trainer_options options = accumulate;
+    options.communicator = &comm;
+    options.bucket_bytes = 1000;  // 250 gradients a bucket
+    train::trainer parallel(parallel_model, train::adamw{}, train::constant_lr{1e-2f}, options);
+    CHECK(parallel.world_size() == 1);
+    CHECK(parallel.rank() == 0);
+    constexpr std::size_t n = model_t<fp32, 16>::flat_numel;
+    // construction: rank 0's parameters broadcast
+    REQUIRE(comm.calls.size() == 1);
+    CHECK(comm.calls[0].what == "broadcast");
+    CHECK(comm.calls[0].n == n * sizeof(f32));
+    CHECK(comm.calls[0].data == parallel_model.parameters());
+
+    host_batch<f32, 16> b;
+    for (std::size_t step = 0; step < 6; ++step) {
+        comm.calls.clear();
+        b.fill(data, step * 16);
+        plain.step(b.x, b.labels, b.valid);
+        parallel.step(b.x, b.labels, b.valid);
+        // the rows and loss, then (at the end of each update only) the
+        // gradients in buckets of 250 from the end, covering them once
+        REQUIRE(!comm.calls.empty());
+        CHECK(comm.calls[0].what == "allreduce");
+        CHECK(comm.calls[0].n == 2);
+        const bool updates = step % 2 == 1;
+        CHECK(comm.calls.size() == (updates ? 1 + (n + 249) / 250 : 1));
+        std::size_t end = n;
+        for (std::size_t c = 1; c < comm.calls.size(); ++c) {
+            const std::size_t size = std::min<std::size_t>(250, end);
+            CHECK(comm.calls[c].what == "allreduce");
+            CHECK(comm.calls[c].n == size);
+            end -= size;
+        }
+        if (updates) CHECK(end == 0);
+    }
+    // one rank's weight in its global batch is 1 exactly: the same bits
+    CHECK(parameters_of(parallel_model) == parameters_of(plain_model));
+    CHECK(parallel.mean_loss() == doctest::Approx(plain.mean_loss()).epsilon(1e-6));
+    comm.calls.clear();
+    b.fill(data, 0);
+    parallel.evaluate(b.x, b.labels, b.valid);
+    plain.evaluate(b.x, b.labels, b.valid);
+    CHECK(parallel.accuracy() == plain.accuracy());  // correct and rows, summed over the ranks
+    CHECK(comm.calls.size() == 2);
+
+    // rank 0 writes the checkpoint and says so; it loads as any other
+    const std::string path = temp_path("communicator.ckpt");
+    comm.calls.clear();
+    parallel.save(path);
+    REQUIRE(comm.calls.size() == 1);
+    CHECK(comm.calls[0].what == "broadcast");
+    model_t<fp32, 16> loaded(99);
+    train::trainer reload(loaded, train::adamw{}, train::constant_lr{1e-2f});
+    reload.load(path);
+    CHECK(parameters_of(loaded) == parameters_of(parallel_model));
+    std::remove(path.c_str());
+}
+
+TEST_CASE("trainer with a communicator: a device-memory communicator or an empty bucket is refused")
+{
+    model_t<fp32, 16> m(3);
+    recording_communicator device_memory(false);
+    train::trainer_options options;
+    options.communicator = &device_memory;
+    CHECK_THROWS_AS(train::trainer(m, train::adamw{}, train::constant_lr{1e-2f}, options), tenet::error);
+    CHECK(device_memory.calls.empty());  // refused before any collective
+    recording_communicator host_memory;
+    options.communicator = &host_memory;
+    options.bucket_bytes = 2;
+    CHECK_THROWS_AS(train::trainer(m, train::adamw{}, train::constant_lr{1e-2f}, options), tenet::error);
+    using f64_policy = training_precision<f64, f64, f64, f64>;
+    model_t<f64_policy, 16> wide(3);
+    options.bucket_bytes = 1024;
+    CHECK_THROWS_AS(train::trainer(wide, train::sgd{}, train::constant_lr{1e-2f}, options), tenet::error);
 }

@@ -54,8 +54,22 @@
 //   keeps prune::masks (optimizer().masks()); pruned weights stay zero in
 //   every step, pruning between steps works with captured graphs, and
 //   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
+// - Data parallel: trainer_options{.communicator = &comm} (dist/) makes this
+//   rank one of comm.size() trainers of one model. Construction broadcasts
+//   rank 0's parameters (every rank starts identical, whatever its seed);
+//   each step() is this rank's share of a global batch (data::shard splits
+//   the loader's); the gradient becomes the global batch's, summed over
+//   ranks in buckets of bucket_bytes in a fixed order (once per update with
+//   accumulation), so every rank takes the same update, skips the same
+//   non-finite steps and clips by the same global norm. Ranks' real rows may
+//   differ (the last, padded batch): each rank's loss gradient is weighted
+//   by its share of the global batch's real rows. mean_loss(), accuracy()
+//   and evaluation_loss() are the global batch's; save() is written by
+//   rank 0 alone. Every rank must construct, step, evaluate, read metrics
+//   and save in the same order (each is a collective).
 #pragma once
 
+#include "../dist/communicator.hpp"
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../profile/nvtx.hpp"
@@ -82,6 +96,11 @@ struct trainer_options {
     // the batch per step; off, a bad batch shows as a non-finite step.
     // (Host models always check.)
     bool check_batches = false;
+    // Data-parallel training over these ranks (null: this process alone).
+    // Host models take a host-memory communicator (dist::mpi_communicator).
+    dist::communicator* communicator = nullptr;
+    // Gradients are summed across ranks in buckets of this many bytes.
+    std::size_t bucket_bytes = std::size_t{25} << 20;
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr, class Loss = softmax_cross_entropy>
@@ -112,6 +131,7 @@ public:
         stream_scope on(stream_);
         assign(loss_sum_.view(), 0);
         clear_metrics();
+        if (options_.communicator) join(*options_.communicator);
     }
 
     // The buffers are freed on the stream that allocated them: finish this one's work first.
@@ -201,7 +221,7 @@ public:
     double accuracy()
         requires classifies<Loss>
     {
-        const double correct = read(correct_), rows = read(rows_);
+        const double correct = read_total(correct_), rows = read_total(rows_);
         clear(correct_, rows_);
         return rows > 0 ? correct / rows : 0.0;
     }
@@ -210,7 +230,7 @@ public:
     // call (waits).
     double evaluation_loss()
     {
-        const double total = read(evaluated_loss_), rows = read(evaluated_rows_);
+        const double total = read_total(evaluated_loss_), rows = read_total(evaluated_rows_);
         clear(evaluated_loss_, evaluated_rows_);
         return rows > 0 ? total / rows : 0.0;
     }
@@ -228,13 +248,28 @@ public:
     // step and the pruning masks (when masked), in one checksummed file
     // written atomically (the sections nn::model and train::optimizer save
     // on their own, in one file).
+    // Data parallel: rank 0 writes (every rank holds the same state), and
+    // save() returns on every rank once the file is in place, or throws on
+    // every rank when rank 0 could not write it.
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        io::checkpoint_contents contents{signature(), model_.step(), {}};
-        model_.append_sections(contents);
-        optimizer_.append_sections(contents);
-        io::write_checkpoint_file(path, contents);
+        dist::communicator* comm = options_.communicator;
+        if (!comm) {
+            write(path);
+            return;
+        }
+        if (comm->rank() != 0) {
+            if (!written_by_rank0(*comm, true)) throw io_error(path, "rank 0 could not write this checkpoint");
+            return;
+        }
+        try {
+            write(path);
+        } catch (...) {
+            written_by_rank0(*comm, false);
+            throw;
+        }
+        written_by_rank0(*comm, true);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
@@ -270,6 +305,9 @@ public:
 
     Model& model() { return model_; }
     optimizer_type& optimizer() { return optimizer_; }
+    // The data-parallel ranks (1 without a communicator), and this one's place among them.
+    int world_size() const { return options_.communicator ? options_.communicator->size() : 1; }
+    int rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
     stream_ref stream() const { return stream_; }
     loss_type& loss() { return loss_; }
     // Cross-entropy: the softmax of the last forward's logits.
@@ -313,7 +351,59 @@ private:
     static trainer_options checked(trainer_options o)
     {
         if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
+        if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
+        if (o.communicator && !std::is_same_v<master_type, f32>)
+            throw error(std::string("tenet: trainer: data-parallel training sums f32 gradients; this policy's are ") +
+                        element_name<master_type>);
+        if (o.communicator && o.communicator->host_memory() != on_host)
+            throw error(on_host ? "tenet: trainer: a Host model needs a host-memory communicator (dist::mpi_communicator)"
+                                : "tenet: trainer: a Device model needs a device-memory communicator (dist::nccl_communicator)");
         return o;
+    }
+
+    // Every rank starts from rank 0's parameters and buffers.
+    void join(dist::communicator& comm)
+    {
+        comm.broadcast(model_.parameters(), Model::flat_numel * sizeof(storage_type), 0, stream_);
+        if constexpr (Model::buffer_numel > 0) comm.broadcast(model_.buffers(), Model::buffer_numel * sizeof(f32), 0, stream_);
+        optimizer_.load_master_from_parameters();
+        stream_.synchronize();
+    }
+
+    // The global batch's mean loss, and this rank's weight in it: its real
+    // rows over all ranks' (one collective of two numbers). The loss
+    // gradient is scaled by the weight, so the summed gradients are the
+    // global batch's.
+    template <class Valid>
+    void share_across_ranks(const Valid& valid)
+    {
+        auto rows = make_view<Shape<>, place>(shares_.data());
+        auto weighted_loss = make_view<Shape<>, place>(shares_.data() + 1);
+        own_rows_ = sum(cast<f32>(valid != 0));
+        rows = own_rows_;
+        weighted_loss = where(own_rows_ > 0, batch_loss_ * own_rows_, 0);
+        options_.communicator->allreduce_sum(shares_.data(), 2, stream_);
+        loss_sum_ = loss_sum_ + where(rows > 0, weighted_loss / rows, 0);
+        weight_ = where(rows > 0, own_rows_ / rows, 0);
+    }
+
+    // Sums the flat gradients over ranks: buckets from the end (the last
+    // layers' gradients, which the backward produces first), in the same
+    // order on every rank.
+    void sum_across_ranks(master_type* gradients)
+    {
+        if constexpr (std::is_same_v<master_type, f32>) sum_buckets(gradients);
+    }
+
+    void sum_buckets(f32* gradients)
+    {
+        constexpr std::size_t n = Model::flat_numel;
+        const std::size_t bucket = options_.bucket_bytes / sizeof(master_type);
+        for (std::size_t end = n; end > 0;) {
+            const std::size_t begin = end > bucket ? end - bucket : 0;
+            options_.communicator->allreduce_sum(gradients + begin, end - begin, stream_);
+            end = begin;
+        }
     }
 
     template <class T>
@@ -345,24 +435,31 @@ private:
     template <class X, class Target, class Valid, class Lengths>
     void eager_step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths, phase_kind phase)
     {
+        dist::communicator* comm = options_.communicator;
         {
             profile::scoped_range range("forward");
             const auto& prediction = staged_forward(x, valid, lengths);
             loss_.forward(batch_loss_, prediction, target, valid);
-            loss_sum_ = loss_sum_ + batch_loss_;
+            if (comm) share_across_ranks(valid);
+            else loss_sum_ = loss_sum_ + batch_loss_;
         }
         {
             profile::scoped_range range("backward");
             const auto& prediction = model_.output();
-            if constexpr (policy::dynamic_loss_scaling)
+            if (comm) {
+                if constexpr (policy::dynamic_loss_scaling) weight_ = weight_ * optimizer_.loss_scale();
+                loss_.backward(dprediction_, prediction, target, valid, weight_.view());
+            } else if constexpr (policy::dynamic_loss_scaling) {
                 loss_.backward(dprediction_, prediction, target, valid, optimizer_.loss_scale());
-            else
+            } else {
                 loss_.backward(dprediction_, prediction, target, valid, 1.0f);
+            }
             model_.backward(dprediction_);
         }
         profile::scoped_range range("optimizer");
         constexpr std::size_t n = Model::flat_numel;
         if (phase == phase_kind::only) {
+            if (comm) sum_across_ranks(model_.gradients());
             optimizer_.step();
             return;
         }
@@ -370,8 +467,10 @@ private:
         const auto gradients = make_view<Shape<n>, place>(static_cast<const master_type*>(model_.gradients()));
         if (phase == phase_kind::first) sum_view = gradients;
         else sum_view = sum_view + gradients;
-        if (phase == phase_kind::last)
+        if (phase == phase_kind::last) {
+            if (comm) sum_across_ranks(accumulated_.data());
             optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
+        }
     }
 
     // check_batches on a device model: one wait for the batch, then the
@@ -482,6 +581,29 @@ private:
         return host.data()[0];
     }
 
+    // A metric's sum over ranks (data parallel), read back.
+    double read_total(Tensor<f32, Shape<>, place>& t)
+    {
+        if (options_.communicator) options_.communicator->allreduce_sum(t.data(), 1, stream_);
+        return read(t);
+    }
+
+    // Rank 0's word on whether it wrote the checkpoint (a broadcast in the model's place).
+    bool written_by_rank0(dist::communicator& comm, bool written)
+    {
+        assign(own_rows_.view(), written ? 1 : 0);
+        comm.broadcast(own_rows_.data(), sizeof(f32), 0, stream_);
+        return read(own_rows_) != 0;
+    }
+
+    void write(const std::string& path)
+    {
+        io::checkpoint_contents contents{signature(), model_.step(), {}};
+        model_.append_sections(contents);
+        optimizer_.append_sections(contents);
+        io::write_checkpoint_file(path, contents);
+    }
+
     void clear_metrics() { clear(correct_, rows_, evaluated_loss_, evaluated_rows_); }
 
     template <class... T>
@@ -502,6 +624,9 @@ private:
     Tensor<input_type, input_shape, place> staged_;  // x with padding rows 0
     Tensor<i32, Shape<input_shape::extents[0]>, place> staged_lengths_;  // lengths with padding sequences 0
     Tensor<f32, Shape<>, place> batch_loss_;
+    Tensor<f32, Shape<2>, place> shares_;   // data parallel: real rows and their loss, summed over ranks
+    Tensor<f32, Shape<>, place> own_rows_;  // this rank's real rows
+    Tensor<f32, Shape<>, place> weight_;    // its share of the global batch (times the loss scale)
     Tensor<f32, Shape<>, place> loss_sum_;
     Tensor<f32, Shape<>, place> correct_;  // accuracy(): correct predictions and the rows they came from
     Tensor<f32, Shape<>, place> rows_;

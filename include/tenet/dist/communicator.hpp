@@ -44,6 +44,11 @@ public:
     virtual void all_gather(const void* in, void* out, std::size_t bytes, stream_ref s) = 0;
     // data[0, bytes) becomes root's.
     virtual void broadcast(void* data, std::size_t bytes, int root, stream_ref s) = 0;
+    // Waits for the stream's work, its collectives included: one that does
+    // not complete within the communicator's timeout throws rather than
+    // hang. (MPI's collectives are complete when they return; NCCL's run on
+    // the stream.)
+    virtual void wait(stream_ref s) = 0;
 
 protected:
     communicator() = default;

@@ -577,6 +577,7 @@ private:
     {
         Tensor<f32, Shape<>, Host> host;
         copy(host, t, stream_);
+        if (options_.communicator) options_.communicator->wait(stream_);  // (NCCL: a hang throws)
         stream_.synchronize();
         return host.data()[0];
     }

@@ -290,6 +290,34 @@ TEST_CASE("data parallel: rank 0 writes the checkpoint; it resumes at this world
     });
 }
 
+TEST_CASE("data parallel: BatchNorm's running statistics are rank 0's on every rank after each step")
+{
+    using images = nn::Sequential<nn::BatchNorm2d<3>, nn::Flatten, nn::Linear<12, classes>>;
+    using model = nn::model<images, fp32, Shape<per_rank, 2, 2, 3>, Host>;
+    model mine(21 + static_cast<std::uint64_t>(world().rank()));
+    train::trainer dp(mine, train::sgd{}, train::constant_lr{1e-2f}, {.communicator = &world()});
+    Tensor<f32, Shape<per_rank, 2, 2, 3>, Host> x;
+    Tensor<i32, Shape<per_rank>, Host> labels, valid;
+    std::mt19937_64 rng(5 + static_cast<std::uint64_t>(world().rank()));  // each rank its own batches
+    std::normal_distribution<float> normal(1.0f, 2.0f);
+    const auto same_buffers = [&] {
+        constexpr std::size_t bytes = model::buffer_numel * sizeof(f32);
+        std::vector<std::byte> all(bytes * static_cast<std::size_t>(world().size()));
+        world().all_gather(mine.buffers(), all.data(), bytes, {});
+        for (int r = 1; r < world().size(); ++r)
+            if (std::memcmp(all.data(), all.data() + bytes * static_cast<std::size_t>(r), bytes) != 0) return false;
+        return true;
+    };
+    CHECK(same_buffers());
+    for (int step = 0; step < 3; ++step) {
+        for (std::size_t i = 0; i < per_rank * 12; ++i) x.data()[i] = normal(rng) * static_cast<float>(1 + world().rank());
+        for (std::size_t r = 0; r < per_rank; ++r) labels.data()[r] = static_cast<i32>(rng() % classes), valid.data()[r] = 1;
+        dp.step(x, labels, valid);
+        CHECK(same_buffers());
+        CHECK(same_on_every_rank(mine));
+    }
+}
+
 TEST_CASE("data parallel: the sharded loader gives every sample to exactly one rank once per epoch")
 {
     constexpr std::size_t feats = 6, batch_rows = 16, count = 203;

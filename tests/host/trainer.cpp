@@ -258,9 +258,10 @@ TEST_CASE("trainer with a communicator: the data-parallel path on one rank train
     CHECK(parallel.world_size() == 1);
     CHECK(parallel.rank() == 0);
     constexpr std::size_t n = model_t<fp32, 16>::flat_numel;
-    // construction: rank 0's parameters broadcast
-    REQUIRE(comm.calls.size() == 1);
+    // construction: rank 0's parameters broadcast, then waited for
+    REQUIRE(comm.calls.size() == 2);
     CHECK(comm.calls[0].what == "broadcast");
+    CHECK(comm.calls[1].what == "wait");
     CHECK(comm.calls[0].n == n * sizeof(f32));
     CHECK(comm.calls[0].data == parallel_model.parameters());
 

@@ -63,9 +63,11 @@
 //   accumulation), so every rank takes the same update, skips the same
 //   non-finite steps and clips by the same global norm. Ranks' real rows may
 //   differ (the last, padded batch): each rank's loss gradient is weighted
-//   by its share of the global batch's real rows. mean_loss(), accuracy()
-//   and evaluation_loss() are the global batch's; save() is written by
-//   rank 0 alone. Every rank must construct, step, evaluate, read metrics
+//   by its share of the global batch's real rows. Buffers (BatchNorm's
+//   running statistics) are rank 0's on every rank after each step; dropout
+//   masks come from each rank's model seed. mean_loss(), accuracy() and
+//   evaluation_loss() are the global batch's; save() is written by rank 0
+//   alone. Every rank must construct, step, evaluate, read metrics
 //   and save in the same order (each is a collective).
 #pragma once
 
@@ -365,9 +367,18 @@ private:
     void join(dist::communicator& comm)
     {
         comm.broadcast(model_.parameters(), Model::flat_numel * sizeof(storage_type), 0, stream_);
-        if constexpr (Model::buffer_numel > 0) comm.broadcast(model_.buffers(), Model::buffer_numel * sizeof(f32), 0, stream_);
+        share_buffers(comm);
         optimizer_.load_master_from_parameters();
+        comm.wait(stream_);
         stream_.synchronize();
+    }
+
+    // Buffers (BatchNorm's running statistics, which each forward moves
+    // with its own rank's batch) are rank 0's on every rank after each
+    // step, as PyTorch's DistributedDataParallel keeps them.
+    void share_buffers(dist::communicator& comm)
+    {
+        if constexpr (Model::buffer_numel > 0) comm.broadcast(model_.buffers(), Model::buffer_numel * sizeof(f32), 0, stream_);
     }
 
     // The global batch's mean loss, and this rank's weight in it: its real
@@ -457,6 +468,7 @@ private:
             model_.backward(dprediction_);
         }
         profile::scoped_range range("optimizer");
+        if (comm) share_buffers(*comm);
         constexpr std::size_t n = Model::flat_numel;
         if (phase == phase_kind::only) {
             if (comm) sum_across_ranks(model_.gradients());

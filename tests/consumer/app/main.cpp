@@ -4,6 +4,9 @@
 // source is built as C++ by g++ (host only) and as CUDA by nvcc (the device
 // too, when there is a GPU), through find_package and add_subdirectory.
 #include <tenet/tenet.hpp>
+#if CONSUMER_MPI
+#include <tenet/dist/dist.hpp>  // tenet::mpi: the installed package found MPI for it
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +150,12 @@ int main()
     try {
         std::printf("tenet %s consumer, %s\n", TENET_VERSION_STRING, TENET_CUDA_COMPILER ? "nvcc" : "C++ compiler");
         run<Host>("host");
+#if CONSUMER_MPI
+        int mpi_initialized = 1;
+        MPI_Initialized(&mpi_initialized);  // links libmpi through tenet::mpi
+        expect(mpi_initialized == 0 && dist::mpi_options{}.timeout.count() > 0, "host", "tenet::mpi", mpi_initialized, 0);
+        std::printf("tenet::mpi: dist/dist.hpp compiled and MPI linked\n");
+#endif
 #if TENET_CUDA_COMPILER
         if (has_device()) run<Device>("device");
         else std::printf("device: none (the device path was compiled, not run)\n");

@@ -41,3 +41,18 @@ TEST_CASE("device dropout draws the host's mask")
     current_stream().synchronize();
     CHECK(std::memcmp(yd.data(), yh.data(), S::numel * sizeof(f32)) == 0);
 }
+
+TEST_CASE("device Checkpointed and Offloaded segments equal the host's (recomputed; copied to pinned memory and back)")
+{
+    // two segments share the arena: the second's forward overwrites the
+    // first's activations, which its backward recomputes or copies back
+    using checkpointed = nn::Sequential<nn::Checkpointed<nn::Linear<64, 96>, nn::ReLU, nn::Linear<96, 96>, nn::GELU>,
+                                        nn::Checkpointed<nn::Linear<96, 48>, nn::LayerNorm<48>, nn::Tanh>,
+                                        nn::Linear<48, 10>>;
+    using offloaded = nn::Sequential<nn::Offloaded<nn::Linear<64, 96>, nn::ReLU, nn::Linear<96, 96>, nn::GELU>,
+                                     nn::Offloaded<nn::Linear<96, 48>, nn::LayerNorm<48>, nn::Tanh>, nn::Linear<48, 10>>;
+    testing::check_device_matches_host<checkpointed, fp32, Shape<256, 64>, Shape<256, 10>>(1e-4);
+    testing::check_device_matches_host<offloaded, fp32, Shape<256, 64>, Shape<256, 10>>(1e-4);
+    testing::check_device_matches_host<offloaded, bf16_mixed, Shape<256, 64>, Shape<256, 10>>(2e-2);
+    static_assert(nn::model<offloaded, fp32, Shape<256, 64>, Device>::offloaded_bytes > 0);
+}

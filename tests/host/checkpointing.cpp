@@ -1,7 +1,8 @@
-// Gradient checkpointing: a model whose segments are Checkpointed gives the
-// same outputs and parameter gradients as the same layers kept whole (fused
-// units, dropout and layernorm inside segments included), while the
-// compile-time activation byte count shows the saving.
+// Gradient checkpointing and activation offloading: a model whose segments
+// are Checkpointed (or Offloaded) gives the same outputs and parameter
+// gradients as the same layers kept whole (fused units, dropout and
+// layernorm inside segments included), while the compile-time activation
+// byte counts show the saving.
 #include "tensor_testing.hpp"
 
 #include <tenet/nn/nn.hpp>
@@ -24,6 +25,12 @@ using checkpointed = nn::Sequential<nn::Checkpointed<nn::Linear<6, 16>, nn::ReLU
                                     nn::Checkpointed<nn::Linear<16, 16>, nn::Dropout<std::ratio<1, 4>>, nn::LayerNorm<16>,
                                                      nn::Tanh>,
                                     nn::Linear<16, 3>>;
+// Two segments share the arena: the second's forward overwrites the first's
+// activations, which its backward must take back from host memory.
+using offloaded = nn::Sequential<nn::Offloaded<nn::Linear<6, 16>, nn::ReLU, nn::Linear<16, 16>, nn::GELU>,
+                                 nn::Offloaded<nn::Linear<16, 16>, nn::Dropout<std::ratio<1, 4>>, nn::LayerNorm<16>,
+                                               nn::Tanh>,
+                                 nn::Linear<16, 3>>;
 
 template <class Spec, class P = f64_policy>
 using model_t = nn::model<Spec, P, In, Host>;
@@ -40,11 +47,14 @@ Tensor<T, S, Host> random_tensor(std::uint64_t seed)
 
 }  // namespace
 
-TEST_CASE("checkpointing: the same outputs and gradients as the model kept whole")
+namespace {
+
+template <class Segmented>
+void check_same_as_whole()
 {
     model_t<plain> whole(17);
-    model_t<checkpointed> segmented(17);
-    static_assert(model_t<plain>::flat_numel == model_t<checkpointed>::flat_numel);
+    model_t<Segmented> segmented(17);
+    static_assert(model_t<plain>::flat_numel == model_t<Segmented>::flat_numel);
     for (std::size_t i = 0; i < model_t<plain>::flat_numel; ++i)
         REQUIRE(whole.parameters()[i] == segmented.parameters()[i]);  // same layout, same seed
 
@@ -68,6 +78,18 @@ TEST_CASE("checkpointing: the same outputs and gradients as the model kept whole
     }
 }
 
+}  // namespace
+
+TEST_CASE("checkpointing: the same outputs and gradients as the model kept whole")
+{
+    check_same_as_whole<checkpointed>();
+}
+
+TEST_CASE("activation offloading: the same outputs and gradients, the activations kept in host memory")
+{
+    check_same_as_whole<offloaded>();
+}
+
 TEST_CASE("checkpointing: activation bytes")
 {
     // A batch of 256: every activation between layers is 256 x 16 f32 = 16 KiB.
@@ -85,4 +107,11 @@ TEST_CASE("checkpointing: activation bytes")
     static_assert(C::recompute_bytes == 3 * between + 2 * statistic);
     static_assert(C::activation_bytes == 2 * between + C::recompute_bytes + C::output_tensor::bytes);
     MESSAGE("activation bytes: whole " << W::activation_bytes << ", checkpointed " << C::activation_bytes);
+    // Offloaded: the same device memory as Checkpointed, and each segment's
+    // kept tensors in host memory (the first's 2 activations and the ReLU
+    // mask, the second's 3 activations and the statistics).
+    using O = nn::model<offloaded, fp32, Shape<256, 6>, Host>;
+    static_assert(O::activation_bytes == C::activation_bytes && O::recompute_bytes == C::recompute_bytes);
+    static_assert(O::offloaded_bytes == (2 * between + 256 * 16) + (3 * between + 2 * statistic));
+    static_assert(C::offloaded_bytes == 0 && W::offloaded_bytes == 0);
 }

@@ -101,7 +101,11 @@ public:
     // to stop_keeping(), which says how many bytes went), their kept tensors
     // are handed out from the arena's beginning, in order; elsewhere keep()
     // gives null and the kept tensor owns its memory.
-    void start_keeping() { keep_at_ = arena_; }
+    std::byte* start_keeping()
+    {
+        keep_at_ = arena_;
+        return arena_;
+    }
     std::size_t stop_keeping()
     {
         const auto used = static_cast<std::size_t>(keep_at_ - arena_);
@@ -181,6 +185,14 @@ constexpr std::size_t resident_activation_bytes_of()
     else if constexpr (requires { L::kept_bytes; }) return 0;
     else return L::activation_bytes;
 }
+
+// Bytes of host memory a layer's Offloaded segments keep their activations
+// in (0 unless it holds one).
+template <class L>
+inline constexpr std::size_t offloaded_bytes_v = 0;
+template <class L>
+    requires requires { L::offloaded_bytes; }
+inline constexpr std::size_t offloaded_bytes_v<L> = L::offloaded_bytes;
 
 // Bytes of the shared recompute arena a layer needs (0 unless it holds a
 // Checkpointed segment).

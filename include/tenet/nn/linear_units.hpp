@@ -56,6 +56,8 @@ template <class... L>
 struct leaves<Sequential<L...>> : leaves_of_units<typename Sequential<L...>::units> {};
 template <class... L>
 struct leaves<Checkpointed<L...>> : leaves_of_units<typename Sequential<L...>::units> {};
+template <class... L>
+struct leaves<Offloaded<L...>> : leaves_of_units<typename Sequential<L...>::units> {};
 
 // Folds leaves into units: Linear starts one, an activation right after a
 // Linear joins it, Dropout vanishes, anything else is Unsupported<S>::reject().

@@ -68,6 +68,8 @@ public:
     static constexpr std::size_t gradient_bytes = P::trainable ? parameter_count * sizeof(gradient_type) : 0;
     // (recompute_bytes: the arena Checkpointed segments share, counted in activation_bytes)
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<layer_type>;
+    // Host memory Offloaded segments keep their activations in (not counted in activation_bytes).
+    static constexpr std::size_t offloaded_bytes = offloaded_bytes_v<layer_type>;
     static constexpr std::size_t activation_bytes = layer_type::activation_bytes + output_tensor::bytes + recompute_bytes;
     static constexpr std::size_t activation_gradient_bytes = layer_type::activation_gradient_bytes;
     // Length of the flat buffers (padding included).

@@ -44,6 +44,7 @@ public:
     static constexpr std::size_t activation_bytes = inner_t::activation_bytes + S::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = inner_t::activation_gradient_bytes;
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<inner_t>;
+    static constexpr std::size_t offloaded_bytes = offloaded_bytes_v<inner_t>;
     static constexpr std::size_t kept_bytes = kept_bytes_of<inner_t>() + branch_t::arena_bytes;
     static constexpr std::size_t resident_activation_bytes = resident_activation_bytes_of<inner_t>();
 

@@ -9,6 +9,8 @@
 // convolution with the ReLU in its epilogue (conv_layer.hpp).
 #pragma once
 
+#include "../memory/buffer.hpp"
+#include "../memory/copy_bytes.hpp"
 #include "activation_layers.hpp"
 #include "conv_layer.hpp"
 #include "linear_layer.hpp"
@@ -104,12 +106,17 @@ struct chain_shapes<In, type_list<U, Us...>> {
 // attention, LayerNorm, fused activations), live in the model's shared
 // recompute arena instead of being kept: the forward writes them there (later
 // segments overwrite them), and the backward first runs the forward again
-// from the saved input.
-template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices, bool Recompute = false>
+// from the saved input. Offload too: an Offloaded segment, whose training
+// forward copies its part of the arena to host memory of its own, and whose
+// backward copies it back instead of recomputing.
+template <precision_policy P, class In, class Place, class Units, class Shapes, class Indices, bool Recompute = false,
+          bool Offload = false>
 class sequential_layer;
 
-template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I, bool Recompute>
-class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>, Recompute> {
+template <precision_policy P, class In, class Place, class... U, class Shapes, std::size_t... I, bool Recompute,
+          bool Offload>
+class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequence<I...>, Recompute, Offload> {
+    static_assert(Recompute || !Offload, "tenet: internal: an offloaded segment uses the recompute arena");
     static_assert((check_layer_spec<typename U::spec, P, at_t<I, Shapes>, Place>() && ...));
     static constexpr std::size_t n = sizeof...(U);
     using storage = typename P::storage;
@@ -160,7 +167,12 @@ class sequential_layer<P, In, Place, type_list<U...>, Shapes, std::index_sequenc
                                                (std::size_t{0} + ... + kept_bytes_of<child_t<I>>());
     static constexpr std::size_t children_resident_bytes = (std::size_t{0} + ... + resident_activation_bytes_of<child_t<I>>());
     static constexpr std::size_t children_recompute_bytes = std::max({std::size_t{0}, recompute_bytes_v<child_t<I>>...});
-    static_assert(!Recompute || children_recompute_bytes == 0, "tenet: Checkpointed segments do not nest");
+    static_assert(!Recompute || children_recompute_bytes == 0,
+                  "tenet: Checkpointed and Offloaded segments do not nest");
+    // Where an Offloaded segment keeps its activations: pinned host memory
+    // for a Device model (copies run asynchronously on the stream), plain
+    // host memory for a Host model.
+    using offload_place = std::conditional_t<host_accessible_v<Place>, Host, HostPinned>;
 
 public:
     static_assert(n >= 1, "tenet: Sequential needs at least one layer");
@@ -173,6 +185,8 @@ public:
     static constexpr std::size_t activation_bytes =
         Recompute ? children_resident_bytes : between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
+    static constexpr std::size_t offloaded_bytes =
+        Offload ? arena_bytes : (std::size_t{0} + ... + offloaded_bytes_v<child_t<I>>);
     // Inside a Checkpointed segment (kept_tensor), a plain Sequential's
     // betweens and its children's kept tensors go to the arena too.
     static constexpr std::size_t kept_bytes = Recompute ? 0 : arena_bytes;
@@ -201,13 +215,19 @@ public:
             output_ = tenet::destination_view(y).data();
         }
         (forward_child<I>(x, y, step), ...);
+        // (the next segment's forward overwrites the arena: the copy is
+        // ordered before it on the stream)
+        if constexpr (Offload)
+            if (step.training) copy_bytes<offload_place, Place>(saved_.data(), arena_, arena_bytes, current_stream());
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
-        if constexpr (Recompute) {
+        if constexpr (Offload) {
+            copy_bytes<Place, offload_place>(arena_, saved_.data(), arena_bytes, current_stream());
+        } else if constexpr (Recompute) {
             step_info again = step;
             again.recompute = true;
             forward(make_view<In, Place>(input_), make_view<output_shape, Place>(output_), again);
@@ -236,18 +256,23 @@ public:
     }
 
 private:
-    struct keeping {};  // the slice hands out kept tensors from the arena (a Checkpointed segment) or not
+    // The slice hands out kept tensors from the arena (a segment: from
+    // `arena`, its start) or not.
+    struct keeping {
+        std::byte* arena = nullptr;
+    };
 
     template <class Slice>
     static keeping start_keeping(Slice& parameters)
     {
-        if constexpr (Recompute) parameters.start_keeping();
-        return {};
+        if constexpr (Recompute) return {parameters.start_keeping()};
+        else return {};
     }
 
     template <class Slice>
-    sequential_layer(Slice& parameters, keeping)
-        : children_{child_t<I>(parameters)...}, activations_(make_betweens(parameters, std::make_index_sequence<n - 1>{}))
+    sequential_layer(Slice& parameters, keeping k)
+        : children_{child_t<I>(parameters)...}, activations_(make_betweens(parameters, std::make_index_sequence<n - 1>{})),
+          arena_(k.arena)
     {
     }
 
@@ -317,6 +342,8 @@ private:
     std::optional<gradient_tuple> gradients_;
     const storage* input_ = nullptr;  // Checkpointed: where the forward read and wrote
     storage* output_ = nullptr;
+    std::byte* arena_ = nullptr;  // a segment's: the start of the shared arena
+    buffer<std::byte, offload_place> saved_{Offload ? arena_bytes : 0, current_stream()};  // Offloaded: its copy
 };
 
 }  // namespace detail
@@ -364,6 +391,33 @@ struct Checkpointed {
     template <precision_policy P, class In, class Place>
     using layer = detail::sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
                                            std::make_index_sequence<inner::unit_count>, true>;
+};
+
+// Offloaded<Layers...>: activation offloading, a segment like Checkpointed
+// whose activations are kept in host memory rather than recomputed. Its
+// training forward writes them to the shared arena as a Checkpointed
+// segment's does, then copies its part of the arena to a host buffer of its
+// own (pinned for a Device model, allocated once: its size is static); its
+// backward copies them back into the arena and goes back through the
+// segment without a second forward. Device memory as Checkpointed (the
+// arena, shared), host memory offloaded_bytes (nn::model::offloaded_bytes:
+// every segment's), time: two copies of the segment's activations instead
+// of one more forward. Training is bitwise that of the plain model. (The
+// copies run on the compute stream; a side stream to overlap them with the
+// next segment's forward is not built.)
+template <class... Layers>
+struct Offloaded {
+    using inner = Sequential<Layers...>;
+    template <class P>
+    using input_element = typename inner::template input_element<P>;
+    static constexpr std::size_t input_limit = inner::input_limit;
+
+    template <class In>
+    using output_shape = typename inner::template output_shape<In>;
+
+    template <precision_policy P, class In, class Place>
+    using layer = detail::sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
+                                           std::make_index_sequence<inner::unit_count>, true, true>;
 };
 
 }  // namespace tenet::nn

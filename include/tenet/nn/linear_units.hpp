@@ -1,7 +1,7 @@
 // linear_units_t<Spec, Unsupported>: a model spec seen as a chain of Linear
 // units at compile time, a type_list of linear_unit<In, Out, Act>: each
 // Linear (with the activation right after it) is one unit; Sequentials and
-// Checkpointed segments open; Dropout (the identity at inference) vanishes.
+// Checkpointed and Offloaded segments open; Dropout (the identity at inference) vanishes.
 // Inference forms that replace a model's Linears (prune::sparse_model)
 // build one unit per entry. leaf_specs_t<Spec> is the finer list beneath:
 // every leaf spec in order (Sequential's fused units as one leaf), one per
@@ -38,8 +38,8 @@ inline constexpr bool is_dropout<Dropout<R>> = true;
 template <class... A, class... B>
 auto operator+(type_list<A...>, type_list<B...>) -> type_list<A..., B...>;
 
-// The leaf specs of a model spec, in order (Sequentials and Checkpointed
-// segments opened; Sequential has already fused Linear-activation-Linear).
+// The leaf specs of a model spec, in order (Sequentials, Checkpointed and
+// Offloaded segments opened; Sequential has already fused Linear-activation-Linear).
 template <class S>
 struct leaves {
     using type = type_list<S>;

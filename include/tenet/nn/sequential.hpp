@@ -367,6 +367,27 @@ struct Sequential {
     using layer = detail::sequential_layer<P, In, Place, units, shapes<In>, std::make_index_sequence<unit_count>>;
 };
 
+namespace detail {
+
+// What Checkpointed and Offloaded share: a Sequential's spec whose layer is a
+// segment (Recompute = true), offloaded or not.
+template <bool Offload, class... Layers>
+struct segment_spec {
+    using inner = Sequential<Layers...>;
+    template <class P>
+    using input_element = typename inner::template input_element<P>;
+    static constexpr std::size_t input_limit = inner::input_limit;
+
+    template <class In>
+    using output_shape = typename inner::template output_shape<In>;
+
+    template <precision_policy P, class In, class Place>
+    using layer = sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
+                                   std::make_index_sequence<inner::unit_count>, true, Offload>;
+};
+
+}  // namespace detail
+
 // Checkpointed<Layers...>: a Sequential segment trained with gradient
 // checkpointing. Only its input and output are kept; the activations between
 // its layers go to a scratch arena that every Checkpointed segment of the
@@ -379,19 +400,7 @@ struct Sequential {
 //   using net = Sequential<Checkpointed<Linear<784, 1024>, ReLU, Linear<1024, 1024>, ReLU>,
 //                          Checkpointed<Linear<1024, 1024>, ReLU, Linear<1024, 10>>>;
 template <class... Layers>
-struct Checkpointed {
-    using inner = Sequential<Layers...>;
-    template <class P>
-    using input_element = typename inner::template input_element<P>;
-    static constexpr std::size_t input_limit = inner::input_limit;
-
-    template <class In>
-    using output_shape = typename inner::template output_shape<In>;
-
-    template <precision_policy P, class In, class Place>
-    using layer = detail::sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
-                                           std::make_index_sequence<inner::unit_count>, true>;
-};
+struct Checkpointed : detail::segment_spec<false, Layers...> {};
 
 // Offloaded<Layers...>: activation offloading, a segment like Checkpointed
 // whose activations are kept in host memory rather than recomputed. Its
@@ -402,22 +411,10 @@ struct Checkpointed {
 // segment without a second forward. Device memory as Checkpointed (the
 // arena, shared), host memory offloaded_bytes (nn::model::offloaded_bytes:
 // every segment's), time: two copies of the segment's activations instead
-// of one more forward. Training is bitwise that of the plain model. (The
+// of one more forward, and the plain model's results. (The
 // copies run on the compute stream; a side stream to overlap them with the
 // next segment's forward is not built.)
 template <class... Layers>
-struct Offloaded {
-    using inner = Sequential<Layers...>;
-    template <class P>
-    using input_element = typename inner::template input_element<P>;
-    static constexpr std::size_t input_limit = inner::input_limit;
-
-    template <class In>
-    using output_shape = typename inner::template output_shape<In>;
-
-    template <precision_policy P, class In, class Place>
-    using layer = detail::sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
-                                           std::make_index_sequence<inner::unit_count>, true, true>;
-};
+struct Offloaded : detail::segment_spec<true, Layers...> {};
 
 }  // namespace tenet::nn

@@ -54,7 +54,7 @@ struct no_sparse_form {
     {
         return tenet::fixed_string(
             "tenet: sparse_model: a layer has no sparse form (supported: Linear, ReLU/GELU/GELUTanh right after a "
-            "Linear, Dropout, Sequential, Checkpointed)");
+            "Linear, Dropout, Sequential, Checkpointed, Offloaded)");
     }
     static constexpr void reject()
     {

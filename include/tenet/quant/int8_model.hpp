@@ -48,7 +48,7 @@ struct no_int8_form {
     {
         return fixed_string(
             "tenet: int8_model: a layer has no int8 form (supported: Linear, Conv2d, activations, "
-            "BatchNorm2d, MaxPool2d, AvgPool2d, GlobalAvgPool2d, Flatten, Dropout, Sequential, Checkpointed)");
+            "BatchNorm2d, MaxPool2d, AvgPool2d, GlobalAvgPool2d, Flatten, Dropout, Sequential, Checkpointed, Offloaded)");
     }
     static constexpr void reject()
     {

@@ -263,6 +263,10 @@ TEST_CASE("data parallel: rank 0 writes the checkpoint; it resumes at this world
         model_t<bf16_mixed, per_rank> mine(12);
         train::trainer dp(mine, train::adamw{}, train::constant_lr{1e-2f}, {.communicator = &world()});
         steps(dp, 0, 3);
+        // rank 0 cannot write: every rank hears of it, and nothing has changed
+        const auto before = parameters_of(mine);
+        CHECK_THROWS_AS(dp.save("/nonexistent-tenet-directory/x.ckpt"), tenet::io_error);
+        CHECK(parameters_of(mine) == before);
         dp.save(path);
         CHECK(std::filesystem::exists(path));
         steps(dp, 3, 6);

@@ -6,7 +6,8 @@
 # vs Eigen) and the device matmul epilogues (fused vs GEMM + kernels),
 # training epochs on the host (the MLP and the CNN; tenet vs PyTorch and JAX
 # on the CPU), a training step on the device (eager vs CUDA Graph, vs
-# PyTorch AMP) and device attention (vs PyTorch's scaled_dot_product_attention);
+# PyTorch AMP), device attention (vs PyTorch's scaled_dot_product_attention) and
+# host data parallel under mpirun (allreduce vs MPI_Allreduce, 2 ranks vs 1 process);
 # device parts print "skipped: no CUDA device" without a GPU.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 tenet_require_cuda
@@ -90,6 +91,19 @@ compare_epochs "$dir/cnn_epoch.jsonl"
 
 echo "== host gradient checkpointing: char_lm's model, plain vs Checkpointed blocks ($(nproc) cores)"
 "$dir/bench/bench_host_checkpointing"
+
+# Data parallel on this machine: 2 ranks under mpirun, the cores split between them.
+echo "== host data parallel: tenet's allreduce vs MPI_Allreduce; the MLP step, 2 ranks vs 1 process ($(nproc) cores)"
+if [[ -x "$dir/bench/bench_host_data_parallel" ]]; then
+    as_root=()
+    ((EUID == 0)) && as_root=(--allow-run-as-root)
+    threads=$(($(nproc) / 2))
+    ((threads > 0)) || threads=1
+    mpirun "${as_root[@]}" -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS="$threads" \
+        "$dir/bench/bench_host_data_parallel"
+else
+    echo "skipped: built without MPI (libopenmpi-dev)"
+fi
 
 echo "== host int8 GEMM vs Eigen f32, 256x784x256 ($(nproc) cores)"
 "$dir/bench/bench_host_int8_gemm"

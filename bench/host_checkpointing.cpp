@@ -1,11 +1,13 @@
-// Gradient checkpointing on the host: the char_lm example's model (4 causal
-// encoder blocks of width 128, 4 heads, context 128, batch 32, vocabulary
-// 128) trained for some steps plain and with each block Checkpointed, from
-// the same seed on the same random token batches. Prints the activation
-// bytes each keeps (compile-time figures), seconds per step (median of the
-// steps after the first), and whether the two runs' losses and final
-// weights are bitwise equal (they must be: the recomputed forward is the
-// same arithmetic).
+// Gradient checkpointing and activation offloading on the host: the char_lm
+// example's model (4 causal encoder blocks of width 128, 4 heads, context
+// 128, batch 32, vocabulary 128) trained for some steps plain, with each
+// block Checkpointed and with each block Offloaded, from the same seed on
+// the same random token batches. Prints the activation bytes each keeps
+// (compile-time figures: device-side memory for a Device model, and the host
+// memory offloading uses), seconds per step (median of the steps after the
+// first), and whether each run's losses and final weights are bitwise those
+// of the plain run (they must be: recomputing is the same arithmetic, and
+// offloading restores the same bytes).
 //
 //   bench_host_checkpointing [--steps N]      (default 12)
 #include <tenet/tenet.hpp>
@@ -32,6 +34,9 @@ using plain = nn::Sequential<nn::Embedding<vocab, width>, nn::PositionalEmbeddin
 using checkpointed =
     nn::Sequential<nn::Embedding<vocab, width>, nn::PositionalEmbedding<context, width>, nn::Checkpointed<block>,
                    nn::Checkpointed<block>, nn::Checkpointed<block>, nn::Checkpointed<block>, head>;
+using offloaded =
+    nn::Sequential<nn::Embedding<vocab, width>, nn::PositionalEmbedding<context, width>, nn::Offloaded<block>,
+                   nn::Offloaded<block>, nn::Offloaded<block>, nn::Offloaded<block>, head>;
 using tokens_shape = Shape<batch, context>;
 
 struct run_result {
@@ -81,22 +86,28 @@ int main(int argc, char** argv)
     constexpr double mib = 1 << 20;
     using plain_model = nn::model<plain, fp32, tokens_shape, Host>;
     using checkpointed_model = nn::model<checkpointed, fp32, tokens_shape, Host>;
+    using offloaded_model = nn::model<offloaded, fp32, tokens_shape, Host>;
     std::printf("== host checkpointing: char_lm's model (4 blocks, width 128, context 128, batch 32), fp32, %zu steps\n",
                 steps);
     const run_result a = run<plain>(steps);
     const run_result b = run<checkpointed>(steps);
-    std::printf("%-14s %16s %20s %12s\n", "model", "activations MiB", "recompute arena MiB", "s / step");
-    std::printf("%-14s %16.1f %20.1f %12.3f\n", "plain", plain_model::activation_bytes / mib,
-                plain_model::recompute_bytes / mib, a.seconds_per_step);
-    std::printf("%-14s %16.1f %20.1f %12.3f\n", "checkpointed", checkpointed_model::activation_bytes / mib,
-                checkpointed_model::recompute_bytes / mib, b.seconds_per_step);
-    const bool same_losses = a.losses == b.losses;
-    const bool same_weights =
-        std::memcmp(a.weights.data(), b.weights.data(), a.weights.size() * sizeof(f32)) == 0;
-    std::printf("checkpointed / plain time %.2fx; activations %.2fx; losses bitwise equal: %s; final weights bitwise "
-                "equal: %s (last loss %.6f)\n",
-                b.seconds_per_step / a.seconds_per_step,
-                double(checkpointed_model::activation_bytes) / plain_model::activation_bytes, same_losses ? "yes" : "NO",
-                same_weights ? "yes" : "NO", a.losses.back());
-    return same_losses && same_weights ? 0 : 1;
+    const run_result c = run<offloaded>(steps);
+    std::printf("%-14s %16s %20s %18s %12s\n", "model", "activations MiB", "recompute arena MiB", "offloaded MiB",
+                "s / step");
+    const auto row = [&]<class M>(const char* name, M*, const run_result& r) {
+        std::printf("%-14s %16.1f %20.1f %18.1f %12.3f\n", name, M::activation_bytes / mib, M::recompute_bytes / mib,
+                    M::offloaded_bytes / mib, r.seconds_per_step);
+    };
+    row("plain", static_cast<plain_model*>(nullptr), a);
+    row("checkpointed", static_cast<checkpointed_model*>(nullptr), b);
+    row("offloaded", static_cast<offloaded_model*>(nullptr), c);
+    const auto same = [&](const run_result& r) {
+        return r.losses == a.losses && std::memcmp(a.weights.data(), r.weights.data(), a.weights.size() * sizeof(f32)) == 0;
+    };
+    std::printf("checkpointed / plain time %.2fx, offloaded / plain %.2fx; activations %.2fx; losses and final weights "
+                "bitwise equal to plain: checkpointed %s, offloaded %s (last loss %.6f)\n",
+                b.seconds_per_step / a.seconds_per_step, c.seconds_per_step / a.seconds_per_step,
+                double(checkpointed_model::activation_bytes) / plain_model::activation_bytes, same(b) ? "yes" : "NO",
+                same(c) ? "yes" : "NO", a.losses.back());
+    return same(b) && same(c) ? 0 : 1;
 }

@@ -194,6 +194,9 @@ int main(int argc, char** argv)
         }
     } catch (const tenet::error& e) {
         std::cerr << e.what() << "\n";
+#if TENET_EXAMPLE_MPI
+        if (mpi) mpi->abort(1);  // the other ranks may be waiting for this one
+#endif
         return 1;
     }
     return 0;

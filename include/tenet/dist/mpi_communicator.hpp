@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -89,6 +90,14 @@ public:
 
     int rank() const { return detail::world_value(MPI_Comm_rank); }
     int size() const { return detail::world_value(MPI_Comm_size); }
+
+    // Ends every rank's process now, with this exit code: what a rank that
+    // failed does when the others may be waiting for it in a collective.
+    [[noreturn]] void abort(int code = 1) const
+    {
+        MPI_Abort(MPI_COMM_WORLD, code);
+        std::_Exit(code);  // (MPI_Abort does not return; should it, leave anyway)
+    }
 
 private:
     mpi_session(int* argc, char*** argv)

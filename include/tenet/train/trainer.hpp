@@ -55,28 +55,22 @@
 //   every step, pruning between steps works with captured graphs, and
 //   checkpoints carry the masks (prune/pruner.hpp drives a schedule).
 // - Data parallel: trainer_options{.communicator = &comm} (dist/) makes this
-//   rank one of comm.size() trainers of one model. Construction broadcasts
-//   rank 0's parameters (every rank starts identical, whatever its seed);
-//   each step() is this rank's share of a global batch (data::shard splits
-//   the loader's); the gradient becomes the global batch's, summed over
-//   ranks in buckets of bucket_bytes in a fixed order (once per update with
-//   accumulation), so every rank takes the same update, skips the same
-//   non-finite steps and clips by the same global norm. Ranks' real rows may
-//   differ (the last, padded batch): each rank's loss gradient is weighted
-//   by its share of the global batch's real rows. Buffers (BatchNorm's
-//   running statistics) are rank 0's on every rank after each step; dropout
-//   masks come from each rank's model seed. mean_loss(), accuracy() and
-//   evaluation_loss() are the global batch's; save() is written by rank 0
-//   alone. Every rank must construct, step, evaluate, read metrics
-//   and save in the same order (each is a collective).
+//   rank one of comm.size() trainers of one model (data_parallel.hpp): rank
+//   0's parameters at construction; each step() this rank's share of a
+//   global batch (data::shard splits the loader's), its gradient summed
+//   with the others' (once per update with accumulation), so every rank
+//   takes the same update, skips the same non-finite steps and clips by the
+//   same global norm. Metrics are the global batch's; save() is rank 0's;
+//   dropout masks come from each rank's model seed. Every rank must
+//   construct, step, evaluate, read metrics and save in the same order.
 #pragma once
 
-#include "../dist/communicator.hpp"
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../profile/nvtx.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
+#include "data_parallel.hpp"
 #include "graph.hpp"
 #include "loss.hpp"
 #include "optimizer.hpp"
@@ -133,7 +127,13 @@ public:
         stream_scope on(stream_);
         assign(loss_sum_.view(), 0);
         clear_metrics();
-        if (options_.communicator) join(*options_.communicator);
+        if (options_.communicator) {  // every rank starts from rank 0's weights
+            parallel_.emplace(*options_.communicator, options_.bucket_bytes);
+            parallel_->start_from_rank0(model_, stream_);
+            optimizer_.load_master_from_parameters();
+            options_.communicator->wait(stream_);
+            stream_.synchronize();
+        }
     }
 
     // The buffers are freed on the stream that allocated them: finish this one's work first.
@@ -256,22 +256,8 @@ public:
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        dist::communicator* comm = options_.communicator;
-        if (!comm) {
-            write(path);
-            return;
-        }
-        if (comm->rank() != 0) {
-            if (!written_by_rank0(*comm, true)) throw io_error(path, "rank 0 could not write this checkpoint");
-            return;
-        }
-        try {
-            write(path);
-        } catch (...) {
-            written_by_rank0(*comm, false);
-            throw;
-        }
-        written_by_rank0(*comm, true);
+        if (parallel_) parallel_->save_on_rank0(path, [&] { write(path); }, stream_);
+        else write(path);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
@@ -363,58 +349,10 @@ private:
         return o;
     }
 
-    // Every rank starts from rank 0's parameters and buffers.
-    void join(dist::communicator& comm)
-    {
-        comm.broadcast(model_.parameters(), Model::flat_numel * sizeof(storage_type), 0, stream_);
-        share_buffers(comm);
-        optimizer_.load_master_from_parameters();
-        comm.wait(stream_);
-        stream_.synchronize();
-    }
-
-    // Buffers (BatchNorm's running statistics, which each forward moves
-    // with its own rank's batch) are rank 0's on every rank after each
-    // step, as PyTorch's DistributedDataParallel keeps them.
-    void share_buffers(dist::communicator& comm)
-    {
-        if constexpr (Model::buffer_numel > 0) comm.broadcast(model_.buffers(), Model::buffer_numel * sizeof(f32), 0, stream_);
-    }
-
-    // The global batch's mean loss, and this rank's weight in it: its real
-    // rows over all ranks' (one collective of two numbers). The loss
-    // gradient is scaled by the weight, so the summed gradients are the
-    // global batch's.
-    template <class Valid>
-    void share_across_ranks(const Valid& valid)
-    {
-        auto rows = make_view<Shape<>, place>(shares_.data());
-        auto weighted_loss = make_view<Shape<>, place>(shares_.data() + 1);
-        own_rows_ = sum(cast<f32>(valid != 0));
-        rows = own_rows_;
-        weighted_loss = where(own_rows_ > 0, batch_loss_ * own_rows_, 0);
-        options_.communicator->allreduce_sum(shares_.data(), 2, stream_);
-        loss_sum_ = loss_sum_ + where(rows > 0, weighted_loss / rows, 0);
-        weight_ = where(rows > 0, own_rows_ / rows, 0);
-    }
-
-    // Sums the flat gradients over ranks: buckets from the end (the last
-    // layers' gradients, which the backward produces first), in the same
-    // order on every rank.
+    // The flat gradients summed over ranks (data parallel).
     void sum_across_ranks(master_type* gradients)
     {
-        if constexpr (std::is_same_v<master_type, f32>) sum_buckets(gradients);
-    }
-
-    void sum_buckets(f32* gradients)
-    {
-        constexpr std::size_t n = Model::flat_numel;
-        const std::size_t bucket = options_.bucket_bytes / sizeof(master_type);
-        for (std::size_t end = n; end > 0;) {
-            const std::size_t begin = end > bucket ? end - bucket : 0;
-            options_.communicator->allreduce_sum(gradients + begin, end - begin, stream_);
-            end = begin;
-        }
+        if constexpr (std::is_same_v<master_type, f32>) parallel_->sum_gradients(gradients, stream_);
     }
 
     template <class T>
@@ -446,20 +384,19 @@ private:
     template <class X, class Target, class Valid, class Lengths>
     void eager_step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths, phase_kind phase)
     {
-        dist::communicator* comm = options_.communicator;
         {
             profile::scoped_range range("forward");
             const auto& prediction = staged_forward(x, valid, lengths);
             loss_.forward(batch_loss_, prediction, target, valid);
-            if (comm) share_across_ranks(valid);
+            if (parallel_) parallel_->share(valid, batch_loss_, loss_sum_, stream_);
             else loss_sum_ = loss_sum_ + batch_loss_;
         }
         {
             profile::scoped_range range("backward");
             const auto& prediction = model_.output();
-            if (comm) {
-                if constexpr (policy::dynamic_loss_scaling) weight_ = weight_ * optimizer_.loss_scale();
-                loss_.backward(dprediction_, prediction, target, valid, weight_.view());
+            if (parallel_) {  // (the loss scale is 1 without dynamic scaling)
+                loss_.backward(dprediction_, prediction, target, valid,
+                               parallel_->loss_gradient_scale(optimizer_.loss_scale()));
             } else if constexpr (policy::dynamic_loss_scaling) {
                 loss_.backward(dprediction_, prediction, target, valid, optimizer_.loss_scale());
             } else {
@@ -468,10 +405,10 @@ private:
             model_.backward(dprediction_);
         }
         profile::scoped_range range("optimizer");
-        if (comm) share_buffers(*comm);
+        if (parallel_) parallel_->share_buffers(model_, stream_);
         constexpr std::size_t n = Model::flat_numel;
         if (phase == phase_kind::only) {
-            if (comm) sum_across_ranks(model_.gradients());
+            if (parallel_) sum_across_ranks(model_.gradients());
             optimizer_.step();
             return;
         }
@@ -480,7 +417,7 @@ private:
         if (phase == phase_kind::first) sum_view = gradients;
         else sum_view = sum_view + gradients;
         if (phase == phase_kind::last) {
-            if (comm) sum_across_ranks(accumulated_.data());
+            if (parallel_) sum_across_ranks(accumulated_.data());
             optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
         }
     }
@@ -597,16 +534,8 @@ private:
     // A metric's sum over ranks (data parallel), read back.
     double read_total(Tensor<f32, Shape<>, place>& t)
     {
-        if (options_.communicator) options_.communicator->allreduce_sum(t.data(), 1, stream_);
+        if (parallel_) parallel_->total(t, stream_);
         return read(t);
-    }
-
-    // Rank 0's word on whether it wrote the checkpoint (a broadcast in the model's place).
-    bool written_by_rank0(dist::communicator& comm, bool written)
-    {
-        assign(own_rows_.view(), written ? 1 : 0);
-        comm.broadcast(own_rows_.data(), sizeof(f32), 0, stream_);
-        return read(own_rows_) != 0;
     }
 
     void write(const std::string& path)
@@ -637,9 +566,6 @@ private:
     Tensor<input_type, input_shape, place> staged_;  // x with padding rows 0
     Tensor<i32, Shape<input_shape::extents[0]>, place> staged_lengths_;  // lengths with padding sequences 0
     Tensor<f32, Shape<>, place> batch_loss_;
-    Tensor<f32, Shape<2>, place> shares_;   // data parallel: real rows and their loss, summed over ranks
-    Tensor<f32, Shape<>, place> own_rows_;  // this rank's real rows
-    Tensor<f32, Shape<>, place> weight_;    // its share of the global batch (times the loss scale)
     Tensor<f32, Shape<>, place> loss_sum_;
     Tensor<f32, Shape<>, place> correct_;  // accuracy(): correct predictions and the rows they came from
     Tensor<f32, Shape<>, place> rows_;
@@ -649,6 +575,7 @@ private:
     std::size_t losses_ = 0;
     bool graphs_on_ = false;
     std::vector<graph_entry> graphs_;
+    std::optional<detail::data_parallel<Model>> parallel_;  // with a communicator
 };
 
 }  // namespace tenet::train

@@ -1,0 +1,121 @@
+// detail::data_parallel<Model>: what a trainer (trainer.hpp) does across
+// ranks when trainer_options::communicator is set. Every call is a
+// collective: every rank makes the same calls in the same order.
+//   - start_from_rank0: rank 0's parameters and buffers everywhere;
+//   - share: per micro-batch, one two-number allreduce of (real rows,
+//     rows x loss): the global batch's mean loss, and this rank's weight
+//     rows_r / rows_total, by which its loss gradient is scaled, so the plain
+//     sum of the ranks' gradients is the global batch's gradient even when
+//     ranks hold different numbers of real rows (the last, padded batch);
+//   - sum_gradients: the flat gradients summed in buckets, from the end of
+//     the buffer (the last layers', which the backward produces first);
+//   - share_buffers: BatchNorm's running statistics, rank 0's after each
+//     step (as PyTorch's DistributedDataParallel keeps them);
+//   - total, save_on_rank0: metrics summed over ranks, checkpoints written by
+//     rank 0 and acknowledged.
+#pragma once
+
+#include "../dist/communicator.hpp"
+#include "../memory/error.hpp"
+#include "../reduce/reduce.hpp"
+#include "../tensor/copy.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace tenet::train::detail {
+
+template <class Model>
+class data_parallel {
+    using place = typename Model::place;
+    using scalar = Tensor<f32, Shape<>, place>;
+
+public:
+    data_parallel(dist::communicator& comm, std::size_t bucket_bytes) : comm_(comm), bucket_(bucket_bytes / sizeof(f32)) {}
+
+    // Every rank starts from rank 0's parameters and buffers (the caller
+    // reloads master weights from the parameters).
+    void start_from_rank0(Model& model, stream_ref s)
+    {
+        comm_.broadcast(model.parameters(), Model::flat_numel * sizeof(typename Model::storage_type), 0, s);
+        share_buffers(model, s);
+    }
+
+    void share_buffers(Model& model, stream_ref s)
+    {
+        if constexpr (Model::buffer_numel > 0) comm_.broadcast(model.buffers(), Model::buffer_numel * sizeof(f32), 0, s);
+    }
+
+    // Adds the global batch's mean loss to loss_sum; keeps this rank's weight.
+    template <class Valid>
+    void share(const Valid& valid, const scalar& batch_loss, scalar& loss_sum, stream_ref s)
+    {
+        auto rows = make_view<Shape<>, place>(shares_.data());
+        auto weighted_loss = make_view<Shape<>, place>(shares_.data() + 1);
+        own_rows_ = tenet::sum(cast<f32>(valid != 0));
+        rows = own_rows_;
+        weighted_loss = where(own_rows_ > 0, batch_loss * own_rows_, 0);
+        comm_.allreduce_sum(shares_.data(), 2, s);
+        loss_sum = loss_sum + where(rows > 0, weighted_loss / rows, 0);
+        weight_ = where(rows > 0, own_rows_ / rows, 0);
+    }
+
+    // The loss gradient's scale: this rank's weight times `loss_scale`.
+    template <class LossScale>
+    auto loss_gradient_scale(const LossScale& loss_scale)
+    {
+        weight_ = weight_ * loss_scale;
+        return weight_.view();
+    }
+
+    void sum_gradients(f32* gradients, stream_ref s)
+    {
+        for (std::size_t end = Model::flat_numel; end > 0;) {
+            const std::size_t begin = end > bucket_ ? end - bucket_ : 0;
+            comm_.allreduce_sum(gradients + begin, end - begin, s);
+            end = begin;
+        }
+    }
+
+    // A metric's sum over ranks, in place.
+    void total(scalar& metric, stream_ref s) { comm_.allreduce_sum(metric.data(), 1, s); }
+
+    // write() on rank 0; save_on_rank0 returns on every rank once it
+    // succeeded, or throws on every rank (io_error elsewhere) when it failed.
+    template <class Write>
+    void save_on_rank0(const std::string& path, Write&& write, stream_ref s)
+    {
+        if (comm_.rank() != 0) {
+            if (!rank0_says(true, s)) throw io_error(path, "rank 0 could not write this checkpoint");
+            return;
+        }
+        try {
+            write();
+        } catch (...) {
+            rank0_says(false, s);
+            throw;
+        }
+        rank0_says(true, s);
+    }
+
+private:
+    // Rank 0's word, broadcast in the model's place and read back.
+    bool rank0_says(bool ok, stream_ref s)
+    {
+        assign(own_rows_.view(), ok ? 1 : 0);
+        comm_.broadcast(own_rows_.data(), sizeof(f32), 0, s);
+        Tensor<f32, Shape<>, Host> word;
+        copy(word, own_rows_, s);
+        comm_.wait(s);
+        s.synchronize();
+        return word.data()[0] != 0;
+    }
+
+    dist::communicator& comm_;
+    std::size_t bucket_;  // gradients per bucket
+    Tensor<f32, Shape<2>, place> shares_;  // real rows and their loss, summed over ranks
+    scalar own_rows_;  // this rank's real rows
+    scalar weight_;    // its share of the global batch (times the loss scale, for the backward)
+};
+
+}  // namespace tenet::train::detail

@@ -11,7 +11,9 @@
 //    256 rows per rank, random data): one process alone (rank 0, with every
 //    core's OpenMP thread, the other ranks waiting) against the
 //    data-parallel step of all ranks (a global batch of 256 P rows), and the
-//    part of it spent summing the gradients; samples per second both ways.
+//    part of it spent summing the gradients; samples per second both ways;
+//    and the same step with ZeRO-1 (optimizer state sharded over the ranks),
+//    with its optimizer-state bytes per rank.
 // Rank 0 prints; the last line is JSON.
 #include <tenet/dist/dist.hpp>
 #include <tenet/tenet.hpp>
@@ -152,6 +154,10 @@ int main(int argc, char** argv)
     model_t net(1);
     train::trainer dp(net, train::adamw{}, train::constant_lr{1e-3f}, {.communicator = &world});
     const double parallel = step_seconds(dp, batch_data(7 + static_cast<std::uint64_t>(rank)), steps);
+    model_t sharded_net(1);
+    train::trainer zero(sharded_net, train::adamw{}, train::constant_lr{1e-3f}, {.communicator = &world, .zero = true});
+    const double zero_step = step_seconds(zero, batch_data(7 + static_cast<std::uint64_t>(rank)), steps);
+    using optimizer_t = decltype(zero)::optimizer_type;
     std::vector<float> gradients(model_t::flat_numel, 1.0f);
     const double summing = timed(world, steps, [&] { world.allreduce_sum(gradients.data(), gradients.size(), {}); });
 
@@ -161,9 +167,14 @@ int main(int argc, char** argv)
                     "(%.0f samples/s, %.2fx), of which the gradient allreduce (%.2f MB) %.2f ms\n",
                     omp_get_num_procs(), alone * 1e3, alone_rate, ranks, parallel * 1e3, parallel_rate,
                     parallel_rate / alone_rate, model_t::flat_numel * 4 / 1e6, summing * 1e3);
+        const std::size_t state = optimizer_t::state_bytes, sharded = optimizer_t::sharded_state_bytes(ranks);
+        std::printf("ZeRO-1 step: %.2f ms (%.2fx the plain data-parallel step); optimizer state %zu bytes per rank "
+                    "(%zu unsharded)\n",
+                    zero_step * 1e3, zero_step / parallel, sharded, state);
         std::printf("{\"bench\":\"host_data_parallel\",\"ranks\":%d,\"threads_per_rank\":%d,\"alone_step_s\":%.6f,"
-                    "\"parallel_step_s\":%.6f,\"allreduce_s\":%.6f,\"speedup\":%.3f}\n",
-                    ranks, threads, alone, parallel, summing, parallel_rate / alone_rate);
+                    "\"parallel_step_s\":%.6f,\"zero_step_s\":%.6f,\"allreduce_s\":%.6f,\"speedup\":%.3f,"
+                    "\"state_bytes\":%zu,\"zero_state_bytes_per_rank\":%zu}\n",
+                    ranks, threads, alone, parallel, zero_step, summing, parallel_rate / alone_rate, state, sharded);
     }
     return 0;
 }

@@ -3,7 +3,10 @@
 set -euo pipefail
 
 TENET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TENET_PACKAGES=(cmake ninja-build g++ ccache doctest-dev libeigen3-dev zlib1g-dev libbenchmark-dev libdnnl-dev libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes)
+# ocl-icd-opencl-dev: Debian's oneDNN CMake package requires OpenCL (its GPU
+# runtime), which libdnnl-dev only recommends.
+TENET_PACKAGES=(cmake ninja-build g++ ccache doctest-dev libeigen3-dev zlib1g-dev libbenchmark-dev libdnnl-dev ocl-icd-opencl-dev
+    libopenmpi-dev openmpi-bin dataset-fashion-mnist fortunes)
 
 tenet_require_cuda() {
     if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then

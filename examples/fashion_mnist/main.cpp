@@ -14,7 +14,7 @@
 //                 [--save PATH] [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
 //                 [--calibration-batches N] [--qat-epochs N]
 //                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
-//                 [--prune-epochs N] [--prune-scope global|layer]
+//                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero]
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
@@ -39,7 +39,9 @@
 // Each rank loads its share of every shuffled global batch (256 rows per
 // rank), gradients are summed across ranks, and the test accuracy is the
 // whole test set's; rank 0 prints. Host models, the MLP, CNN or ViT, without
-// --quantize or --prune.
+// --quantize or --prune. --zero (implies --data-parallel) shards the master
+// weights and AdamW's state over the ranks (ZeRO stage 1) and prints the
+// optimizer-state bytes per rank against one process's.
 //
 // Prints a progress bar per epoch, a table (model, policy, test accuracy,
 // train time, samples/s, model bytes) and, as its last line, one JSON object
@@ -66,7 +68,7 @@ namespace {
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
               << "                     [--calibration-batches N] [--qat-epochs N]\n"
               << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
-              << "                     [--prune-scope global|layer] [--data-parallel]\n";
+              << "                     [--prune-scope global|layer] [--data-parallel] [--zero]\n";
     std::exit(2);
 }
 
@@ -110,6 +112,7 @@ options parse(int argc, char** argv)
         else if (arg == "--prune-epochs") o.prune_epochs = std::stoul(value());
         else if (arg == "--prune-scope") o.prune_scope = value();
         else if (arg == "--data-parallel") o.data_parallel = true;
+        else if (arg == "--zero") o.data_parallel = o.zero = true;
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
@@ -173,7 +176,8 @@ int main(int argc, char** argv)
         std::printf("\n%-6s %-20s %14s %14s %14s %12s %12s\n", "model", "policy", "test accuracy", "train time s",
                     "samples/s", "model bytes", "nonzeros");
         std::ostringstream json;
-        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"world_size\":" << world_size << ",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
+        json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"world_size\":" << world_size
+             << ",\"zero\":" << (o.zero ? "true" : "false") << ",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];
@@ -183,6 +187,7 @@ int main(int argc, char** argv)
                  << "\",\"test_accuracy\":" << r.accuracy
                  << ",\"train_seconds\":" << r.train_seconds << ",\"samples_per_second\":" << r.samples_per_second
                  << ",\"model_bytes\":" << r.model_bytes << ",\"nonzero_parameters\":" << r.nonzero_parameters
+                 << ",\"optimizer_state_bytes_per_rank\":" << r.optimizer_state_bytes
                  << ",\"epochs\":" << r.epochs << "}";
             ok = ok && r.accuracy >= o.min_accuracy;
         }

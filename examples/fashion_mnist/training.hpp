@@ -58,6 +58,7 @@ struct options {
     std::size_t prune_epochs = 8;
     std::string prune_scope = "global";
     bool data_parallel = false;
+    bool zero = false;  // ZeRO stage 1 (with data_parallel)
     dist::communicator* communicator = nullptr;  // data parallel: this rank's communicator
 };
 
@@ -105,6 +106,7 @@ struct result {
     std::size_t model_bytes = 0;
     std::size_t nonzero_parameters = 0;
     std::size_t epochs = 0;  // of training or fine-tuning (0: none, calibration only)
+    std::size_t optimizer_state_bytes = 0;  // master weights and AdamW's moments this rank holds
 };
 
 template <class Place>
@@ -178,7 +180,20 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     const std::size_t global_batch = batch * shard_of(o).count;
     const std::size_t steps_per_epoch = (set.train.count + global_batch - 1) / global_batch;
     const std::size_t epochs = epochs_for<Net>(o);
-    auto trainer = make_trainer(net, steps_per_epoch, epochs, learning_rate<Net>, {.communicator = o.communicator});
+    // A global batch `world` times larger takes `world` times fewer steps:
+    // the peak rate grows `world` times (Goyal et al.'s linear rule, after
+    // the warm-up), so data-parallel runs reach one process's accuracy.
+    // (Measured over 3 seeds on 2 ranks: linear 0.12 points below one
+    // process on average, square-root 0.20, unscaled 0.36.)
+    const std::size_t world = shard_of(o).count;
+    const float lr = learning_rate<Net> * static_cast<float>(world);
+    auto trainer = make_trainer(net, steps_per_epoch, epochs, lr, {.communicator = o.communicator, .zero = o.zero});
+    using optimizer_type = typename decltype(trainer)::optimizer_type;
+    const std::size_t state_bytes = o.zero ? optimizer_type::sharded_state_bytes(world) : optimizer_type::state_bytes;
+    if (o.zero)
+        progress_stream(o) << name << ": optimizer state " << optimizer_type::state_bytes << " bytes in one process, "
+                           << state_bytes << " per rank on " << world << " ranks (ZeRO-1; 8 ranks: "
+                           << optimizer_type::sharded_state_bytes(8) << ")\n";
     if (!o.eager) trainer.capture();
     data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream(),
                                                                  shard_of(o));
@@ -190,7 +205,7 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     using model_type = nn::model<Net, P, In, Place>;
     return {name, name_of<Net>(), accuracy, train_seconds,
             static_cast<double>(set.train.count * epochs) / train_seconds, model_type::parameter_bytes,
-            model_type::parameter_count, epochs};
+            model_type::parameter_count, epochs, state_bytes};
 }
 
 template <class Net, class P, class In, class Place>

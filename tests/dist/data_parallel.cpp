@@ -357,3 +357,153 @@ TEST_CASE("data parallel: the sharded loader gives every sample to exactly one r
         CHECK(std::count(per_rank_batches.begin(), per_rank_batches.end(), batches) == world().size());
     }
 }
+
+namespace {
+
+// ZeRO-1 against plain data parallelism: the same ranks, seeds and batches.
+template <std::size_t World, class P>
+void check_zero_against_plain(train::trainer_options options, bool bitwise)
+{
+    const testing::task task = testing::make_task(uneven_task_size<World>, features, classes, 13);
+    global_batches<World> batches{task, {}, {}};
+    options.communicator = &world();
+    train::trainer_options zero = options;
+    zero.zero = true;
+    model_t<P, per_rank> plain_model(30 + static_cast<std::uint64_t>(world().rank()));
+    model_t<P, per_rank> zero_model(30 + 3 * static_cast<std::uint64_t>(world().rank()));  // rank 0: the same weights
+    train::trainer plain(plain_model, train::adamw{}, train::constant_lr{1e-2f}, options);
+    train::trainer sharded(zero_model, train::adamw{}, train::constant_lr{1e-2f}, zero);
+    // Each rank keeps one shard of the optimizer state: together, all of it once.
+    using optimizer_t = typename decltype(sharded)::optimizer_type;
+    constexpr std::size_t n = decltype(zero_model)::flat_numel;
+    const auto shard = sharded.optimizer().shard();
+    float covered = static_cast<float>(shard.size());
+    world().allreduce_sum(&covered, 1, {});
+    CHECK(covered == static_cast<float>(n));
+    CHECK(shard == train::parameter_shard::of(n, static_cast<std::size_t>(world().rank()), World));
+    CHECK(shard.size() <= n / World + n % World);
+    CHECK(optimizer_t::sharded_state_bytes(World) == optimizer_t::state_bytes_for(n / World + n % World));
+    CHECK_FALSE(plain.optimizer().sharded());
+
+    for (std::uint64_t epoch = 0; epoch < 3; ++epoch) {
+        for (std::size_t s = 0; s < batches.count(); ++s) {
+            batches.fill(s);
+            plain.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+            sharded.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+        }
+        const double zero_loss = sharded.mean_loss(), plain_loss = plain.mean_loss();
+        if (bitwise) CHECK(zero_loss == plain_loss);
+        // (bf16: master weights ulps apart may round to neighbouring bf16 weights)
+        CHECK(zero_loss == doctest::Approx(plain_loss).epsilon(1e-4));
+    }
+    const auto a = parameters_of(zero_model), b = parameters_of(plain_model);
+    const double difference = max_difference(a, b);
+    if (world().rank() == 0) MESSAGE("ZeRO-1 against plain data parallel, largest parameter difference: " << difference);
+    if (bitwise) CHECK(a == b);
+    CHECK(difference < 1e-6);
+    CHECK(sharded.state().applied == plain.state().applied);
+    CHECK(same_on_every_rank(zero_model));
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-1: sharded optimizer state trains as plain data parallelism")
+{
+    for_world([](auto w) {
+        constexpr std::size_t World = decltype(w)::value;
+        // The gradient sums are the allreduce's bits (the same rank-order
+        // sum), and AdamW updates element by element: bit for bit the same.
+        SUBCASE("f32, no clipping: bitwise") { check_zero_against_plain<World, fp32>({}, true); }
+        // The global norm sums each shard, then the shards: ulps apart.
+        SUBCASE("f32, global-norm clipping")
+        {
+            check_zero_against_plain<World, fp32>({.optimizer{.clip_norm = 0.5f}}, false);
+        }
+        SUBCASE("bf16 storage, two micro-batches, clipping")
+        {
+            check_zero_against_plain<World, bf16_mixed>({.accumulation_steps = 2, .optimizer{.clip_norm = 0.5f}}, false);
+        }
+    });
+}
+
+TEST_CASE("ZeRO-1: an fp16 overflow on one rank makes every rank skip the step")
+{
+    for_world([](auto w) {
+        constexpr std::size_t World = decltype(w)::value;
+        const testing::task task = testing::make_task(8 * World * per_rank, features, classes, 14);
+        global_batches<World> batches{task, {}, {}};
+        model_t<fp16_mixed, per_rank> mine(15 + static_cast<std::uint64_t>(world().rank()));
+        train::trainer dp(mine, train::adamw{}, train::constant_lr{1e-3f}, {.communicator = &world(), .zero = true});
+        for (std::size_t s = 0; s < 2; ++s) {
+            batches.fill(s);
+            dp.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+        }
+        const train::step_state before = dp.state();
+        const auto weights = parameters_of(mine);
+        batches.fill(2);
+        if (world().rank() == 0)  // not the last rank's shard this time
+            for (std::size_t i = 0; i < per_rank * features; ++i) batches.mine.x.data()[i] = 6e4f;
+        dp.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+        const train::step_state after = dp.state();
+        CHECK(after.skipped == before.skipped + 1);
+        CHECK(after.loss_scale < before.loss_scale);
+        CHECK(parameters_of(mine) == weights);
+        batches.fill(3);
+        dp.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+        CHECK(dp.state().applied == before.applied + 1);
+        CHECK(same_on_every_rank(mine));
+    });
+}
+
+TEST_CASE("ZeRO-1: the shards gather into one checkpoint that resumes with or without zero, at any world size")
+{
+    for_world([](auto w) {
+        constexpr std::size_t World = decltype(w)::value;
+        const testing::task task = testing::make_task(6 * World * per_rank, features, classes, 16);
+        global_batches<World> batches{task, {}, {}};
+        const std::string path = shared_path("_zero.ckpt");
+        const auto steps = [&](auto& t, std::size_t from, std::size_t to) {
+            for (std::size_t s = from; s < to; ++s) {
+                batches.fill(s);
+                if constexpr (std::decay_t<decltype(t)>::model_type::input_shape::extents[0] == per_rank)
+                    t.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+                else
+                    t.step(batches.whole.x, batches.whole.labels, batches.whole.valid);
+            }
+        };
+        const train::trainer_options zero{.communicator = &world(), .zero = true};
+        model_t<bf16_mixed, per_rank> mine(17);
+        train::trainer dp(mine, train::adamw{}, train::constant_lr{1e-2f}, zero);
+        steps(dp, 0, 3);
+        const auto before = parameters_of(mine);
+        CHECK_THROWS_AS(dp.save("/nonexistent-tenet-directory/x.ckpt"), tenet::io_error);
+        CHECK(parameters_of(mine) == before);
+        dp.save(path);
+        steps(dp, 3, 6);
+
+        // ZeRO-1 again, and plain data parallel, at this world size: the same bits
+        model_t<bf16_mixed, per_rank> again_model(91), plain_model(92);
+        train::trainer again(again_model, train::adamw{}, train::constant_lr{1e-2f}, zero);
+        train::trainer plain(plain_model, train::adamw{}, train::constant_lr{1e-2f}, {.communicator = &world()});
+        again.load(path);
+        plain.load(path);
+        steps(again, 3, 6);
+        steps(plain, 3, 6);
+        CHECK(parameters_of(again_model) == parameters_of(mine));
+        CHECK(parameters_of(plain_model) == parameters_of(mine));
+
+        // one process (world size 1, the global batch) continues the same trajectory
+        model_t<bf16_mixed, global_batches<World>::global> alone(93);
+        train::trainer one(alone, train::adamw{}, train::constant_lr{1e-2f});
+        one.load(path);
+        steps(one, 3, 6);
+        const auto a = parameters_of(alone), b = parameters_of(mine);
+        std::size_t apart = 0;  // bf16 weights: at most a rounding step apart
+        for (std::size_t i = 0; i < a.size(); ++i) apart += std::abs(a[i] - b[i]) > 1e-2 * std::abs(b[i]) + 1e-6;
+        CHECK(apart == 0);
+
+        float read_by_all = 0;
+        world().allreduce_sum(&read_by_all, 1, {});
+        if (world().rank() == 0) std::filesystem::remove(path);
+    });
+}

@@ -1,8 +1,9 @@
 // NCCL on one lent GPU: a one-rank nccl_communicator's collectives on device
 // memory, and a data-parallel device trainer over it against the same
 // trainer without one -- eager and replayed as a CUDA Graph with the
-// collectives captured. One rank's weight in its global batch is exactly 1,
-// so the parameters must be the same bits. (More GPUs: the mpirun tests'
+// collectives captured, with and without ZeRO-1's sharded optimizer state.
+// One rank's weight in its global batch is exactly 1, so the parameters
+// must be the same bits. (More GPUs: the mpirun tests'
 // data-parallel cases apply as they are, with nccl_communicator.)
 #include "device_testing.hpp"
 
@@ -72,13 +73,14 @@ TEST_CASE("data parallel on one NCCL rank: the same bits as without a communicat
     using P = bf16_mixed;
     dist::local_communicator boot;
     dist::nccl_communicator nccl(boot);
-    model_t<P> plain_net(5), parallel_net(5);
+    model_t<P> plain_net(5), parallel_net(5), zero_net(5);
     train::trainer plain(plain_net, train::adamw{}, train::constant_lr{1e-3f});
     train::trainer parallel(parallel_net, train::adamw{}, train::constant_lr{1e-3f}, {.communicator = &nccl});
+    train::trainer zero(zero_net, train::adamw{}, train::constant_lr{1e-3f}, {.communicator = &nccl, .zero = true});
     Tensor<bf16, Shape<32, 40>, Device> x;
     Tensor<std::int32_t, Shape<32>, Device> labels, valid;
     for (int step = 0; step < 8; ++step) {
-        if (step == 3) plain.capture(), parallel.capture();
+        if (step == 3) plain.capture(), parallel.capture(), zero.capture();
         {
             stream_scope on(parallel.stream());
             x = random_normal<Shape<32, 40>>(100 + step);
@@ -88,10 +90,14 @@ TEST_CASE("data parallel on one NCCL rank: the same bits as without a communicat
         }
         plain.step(x, labels, valid);
         parallel.step(x, labels, valid);
+        zero.step(x, labels, valid);
         plain.stream().synchronize();
         nccl.wait(parallel.stream());
+        nccl.wait(zero.stream());
         CHECK(parameters_of(parallel_net) == parameters_of(plain_net));
+        CHECK(parameters_of(zero_net) == parameters_of(plain_net));
     }
+    CHECK(zero.state().applied == plain.state().applied);
     CHECK(parallel.mean_loss() == doctest::Approx(plain.mean_loss()).epsilon(1e-6));
     CHECK(parallel.state().applied == plain.state().applied);
 }

@@ -9,8 +9,12 @@
 #include <tenet/train/optimizer.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -353,4 +357,147 @@ TEST_CASE("optimizers: no schedule means the rule's conventional rate; bad rates
     CHECK_THROWS_AS((train::optimizer(m, train::adamw{1.0f}, train::constant_lr{0.1f})), tenet::error);
     CHECK_THROWS_AS((train::optimizer(m, train::lamb{0.9f, 0.999f, -1.0f}, train::constant_lr{0.1f})), tenet::error);
     CHECK_NOTHROW((train::optimizer(m, train::sgd{0.9f, 0.0f, 0.0f, true}, train::constant_lr{0.1f})));
+}
+
+namespace {
+
+// ZeRO-1 in one process: `ranks` copies of a model, each with an optimizer
+// keeping one parameter_shard, stepped as the trainer steps them (the
+// shards' totals summed by hand, every shard's parameters copied to every
+// copy), against one whole optimizer on the same gradients.
+template <class P, class Rule>
+void check_shards_step_as_one(std::size_t ranks, Rule rule, train::optimizer_options options)
+{
+    using M = host_model<P>;
+    using G = typename M::gradient_type;
+    using optimizer_t = train::optimizer<M, Rule>;
+    constexpr std::size_t n = M::flat_numel;
+    M whole_model(7);
+    optimizer_t whole(whole_model, rule, train::constant_lr{1e-2f}, options);
+    std::vector<std::unique_ptr<M>> copies;
+    std::vector<std::unique_ptr<optimizer_t>> shards;
+    std::size_t covered = 0;
+    for (std::size_t r = 0; r < ranks; ++r) {
+        copies.push_back(std::make_unique<M>(7));
+        shards.push_back(std::make_unique<optimizer_t>(*copies[r], rule, train::constant_lr{1e-2f}, options,
+                                                       train::parameter_shard::of(n, r, ranks)));
+        CHECK(shards[r]->shard().begin == covered);
+        covered = shards[r]->shard().end;
+        CHECK(shards[r]->sharded() == (ranks > 1));
+    }
+    CHECK(covered == n);
+    std::vector<char> keep(n, 1);  // masked: every third weight pruned
+    if (options.masked) {
+        for (std::size_t i = 0; i < n; i += 3) keep[i] = 0;
+        whole.masks().from_host(keep);
+        whole.apply_masks();
+        for (auto& s : shards) s->masks().from_host(keep), s->apply_masks();
+    }
+    const float scale = whole.state().loss_scale;
+    for (std::uint64_t t = 0; t < 6; ++t) {
+        CAPTURE(t);
+        const double size = t % 2 ? 4.0 : 0.05;  // above and below a clip norm of 1
+        fill_gradients(whole_model, 90 + t, size * scale);
+        for (auto& c : copies) fill_gradients(*c, 90 + t, size * scale);
+        if (t == 3) {  // inf in one shard only, in a kept weight's gradient
+            const auto [begin, count] = segments_of(whole_model).back();
+            const std::size_t at = begin + count - (keep[begin + count - 1] ? 1 : 2);
+            whole_model.gradients()[at] = std::numeric_limits<G>::infinity();
+            for (auto& c : copies) c->gradients()[at] = std::numeric_limits<G>::infinity();
+        }
+        whole.step(whole_model.gradients(), 2.0f);
+        G sum[2] = {G(0), G(0)};
+        for (std::size_t r = 0; r < ranks; ++r) {
+            G totals[2] = {G(-1), G(-1)};  // poisoned
+            shards[r]->measure(copies[r]->gradients(), 2.0f, totals);
+            sum[0] += totals[0];
+            sum[1] += totals[1];
+        }
+        for (std::size_t r = 0; r < ranks; ++r) shards[r]->step(copies[r]->gradients(), 2.0f, sum);
+        for (std::size_t r = 0; r < ranks; ++r)  // the all-gather
+            for (std::size_t i = shards[r]->shard().begin; i < shards[r]->shard().end; ++i)
+                for (auto& c : copies) c->parameters()[i] = copies[r]->parameters()[i];
+        const auto expected = parameters_of(whole_model);
+        for (std::size_t r = 0; r < ranks; ++r) {
+            CAPTURE(r);
+            // the shards' norm sums in another order: a clip coefficient ulps
+            // apart; (without a global pass the inf reaches the weights: NaN alike)
+            const auto got = parameters_of(*copies[r]);
+            for (std::size_t i = 0; i < n; ++i)
+                if (std::isnan(expected[i])) CHECK(std::isnan(got[i]));
+                else CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-6).scale(1));
+            const auto a = shards[r]->state(), b = whole.state();
+            CHECK(a.applied == b.applied);
+            CHECK(a.skipped == b.skipped);
+            CHECK(a.nonfinite == b.nonfinite);
+            CHECK(a.loss_scale == b.loss_scale);
+            CHECK(a.last_grad_norm == doctest::Approx(b.last_grad_norm).epsilon(1e-5));
+            for (std::size_t i = shards[r]->shard().begin; i < shards[r]->shard().end; ++i) {
+                const std::size_t at = i - shards[r]->shard().begin;
+                for (std::size_t j = 0; j < Rule::slots; ++j) {
+                    const double want = whole.slot(j)[i];
+                    if (std::isfinite(want)) CHECK(shards[r]->slot(j)[at] == doctest::Approx(want).epsilon(1e-5));
+                    else CHECK(std::memcmp(&shards[r]->slot(j)[at], &whole.slot(j)[i], sizeof(G)) == 0);
+                }
+                if (!keep[i]) CHECK(convert<f64>(copies[r]->parameters()[i]) == 0.0);
+            }
+        }
+    }
+    CHECK(whole.state().nonfinite == 1);
+}
+
+}  // namespace
+
+TEST_CASE("optimizers: sharded (ZeRO-1) optimizers step as one whole optimizer")
+{
+    train::optimizer_options clipped;
+    clipped.clip_norm = 1.0f;
+    train::optimizer_options masked = clipped;
+    masked.masked = true;
+    train::optimizer_options plain;
+    for (std::size_t ranks : {1u, 2u, 3u, 4u, 5u}) {
+        CAPTURE(ranks);
+        check_shards_step_as_one<fp32>(ranks, train::adamw{}, clipped);
+        check_shards_step_as_one<bf16_mixed>(ranks, train::sgd{0.9f}, masked);
+        check_shards_step_as_one<fp16_mixed>(ranks, train::adamw{}, plain);
+        check_shards_step_as_one<fp32>(ranks, train::adamw{}, plain);  // no global pass: inf reaches the weights
+    }
+}
+
+TEST_CASE("optimizers: a shard's state bytes, its checkpoint slice, and what a shard refuses")
+{
+    using M = host_model<bf16_mixed>;
+    using optimizer_t = train::optimizer<M, train::adamw>;
+    constexpr std::size_t n = M::flat_numel;
+    static_assert(optimizer_t::sharded_state_bytes(1) == optimizer_t::state_bytes);
+    static_assert(optimizer_t::sharded_state_bytes(4) == 3 * (n / 4 + n % 4) * sizeof(f32));
+    static_assert(train::parameter_shard::of(10, 2, 3) == train::parameter_shard{6, 10});
+
+    M whole_model(3), part_model(3);
+    optimizer_t whole(whole_model, train::adamw{}, train::constant_lr{1e-2f});
+    for (std::uint64_t t = 0; t < 3; ++t) {
+        fill_gradients(whole_model, 70 + t);
+        whole.step();
+    }
+    const std::string path = (std::filesystem::temp_directory_path() / "tenet_optimizers_sharded.ckpt").string();
+    whole.save(path);
+    const auto shard = train::parameter_shard::of(n, 1, 3);
+    optimizer_t part(part_model, train::adamw{}, train::constant_lr{1e-2f}, {}, shard);
+    part.load(path);  // its slice of the whole file
+    for (std::size_t i = shard.begin; i < shard.end; ++i) {
+        CHECK(part.master()[i - shard.begin] == whole.master()[i]);
+        CHECK(part.slot(1)[i - shard.begin] == whole.slot(1)[i]);
+    }
+    CHECK(part.state().applied == 3);
+    CHECK_THROWS_AS(part.save(path), tenet::error);  // the trainer gathers shards into a file
+    CHECK_THROWS_AS(part.step(), tenet::error);      // a shard's step needs the ranks' totals
+    std::remove(path.c_str());
+
+    CHECK_THROWS_AS((optimizer_t(part_model, train::adamw{}, train::constant_lr{1e-2f}, {}, {3, 2})), tenet::error);
+    CHECK_THROWS_AS((optimizer_t(part_model, train::adamw{}, train::constant_lr{1e-2f}, {}, {0, n + 1})), tenet::error);
+    // LAMB's trust ratio needs whole tensors
+    CHECK_THROWS_AS((train::optimizer<M, train::lamb>(part_model, train::lamb{}, train::constant_lr{1e-2f}, {}, shard)),
+                    tenet::error);
+    CHECK_NOTHROW((train::optimizer<M, train::lamb>(part_model, train::lamb{}, train::constant_lr{1e-2f}, {},
+                                                    train::parameter_shard::whole(n))));
 }

@@ -313,6 +313,66 @@ TEST_CASE("trainer with a communicator: the data-parallel path on one rank train
     std::remove(path.c_str());
 }
 
+TEST_CASE("trainer with zero on one rank: reduce-scatter, the norm totals, all-gather; it trains as without")
+{
+    const task data = make_task(16 * 4 + 5, 13);
+    model_t<fp32, 16> plain_model(4), zero_model(4);
+    train::trainer_options clipped{.optimizer{.clip_norm = 0.5f}};
+    train::trainer plain(plain_model, train::adamw{}, train::constant_lr{1e-2f}, clipped);
+    recording_communicator comm;
+    train::trainer_options options = clipped;
+    options.communicator = &comm;
+    options.zero = true;
+    train::trainer zero(zero_model, train::adamw{}, train::constant_lr{1e-2f}, options);
+    constexpr std::size_t n = model_t<fp32, 16>::flat_numel;
+    CHECK(zero.optimizer().shard() == train::parameter_shard::whole(n));  // one rank holds every shard
+    host_batch<f32, 16> b;
+    for (std::size_t step = 0; step < 5; ++step) {
+        comm.calls.clear();
+        b.fill(data, step * 16);
+        plain.step(b.x, b.labels, b.valid);
+        zero.step(b.x, b.labels, b.valid);
+        // the rows and loss; the gradients reduce-scattered (one piece a
+        // rank); the shards' norm totals summed; the parameters gathered in place
+        REQUIRE(comm.calls.size() == 4);
+        CHECK(comm.calls[0].what == "allreduce");
+        CHECK(comm.calls[1].what == "reduce_scatter");
+        CHECK(comm.calls[1].n == n);
+        CHECK(comm.calls[1].data == zero_model.gradients());
+        CHECK(comm.calls[2].what == "allreduce");
+        CHECK(comm.calls[2].n == 2);
+        CHECK(comm.calls[3].what == "all_gather");
+        CHECK(comm.calls[3].n == n * sizeof(f32));
+        CHECK(comm.calls[3].data == zero_model.parameters());
+    }
+    // one rank: the norm's sum in the same blocks, the same bits
+    CHECK(parameters_of(zero_model) == parameters_of(plain_model));
+    CHECK(zero.state().last_grad_norm == plain.state().last_grad_norm);
+}
+
+TEST_CASE("trainer with zero: refused without a communicator, and for LAMB across ranks")
+{
+    model_t<fp32, 16> m(3);
+    train::trainer_options options;
+    options.zero = true;
+    CHECK_THROWS_AS(train::trainer(m, train::adamw{}, train::constant_lr{1e-2f}, options), tenet::error);
+    // two ranks: LAMB's per-tensor norms would need whole tensors on each
+    class two_ranks final : public dist::communicator {
+    public:
+        int rank() const override { return 0; }
+        int size() const override { return 2; }
+        bool host_memory() const override { return true; }
+        void allreduce_sum(float*, std::size_t, stream_ref) override {}
+        void reduce_scatter_sum(const float*, float*, std::size_t, stream_ref) override {}
+        void all_gather(const void*, void*, std::size_t, stream_ref) override {}
+        void broadcast(void*, std::size_t, int, stream_ref) override {}
+        void wait(stream_ref) override {}
+    } comm;
+    options.communicator = &comm;
+    CHECK_THROWS_AS(train::trainer(m, train::lamb{}, train::constant_lr{1e-2f}, options), tenet::error);
+    CHECK_NOTHROW(train::trainer(m, train::sgd{}, train::constant_lr{1e-2f}, options));
+}
+
 TEST_CASE("trainer with a communicator: a device-memory communicator or an empty bucket is refused")
 {
     model_t<fp32, 16> m(3);

@@ -11,6 +11,11 @@
 //     the buffer (the last layers', which the backward produces first);
 //   - share_buffers: BatchNorm's running statistics, rank 0's after each
 //     step (as PyTorch's DistributedDataParallel keeps them);
+//   - ZeRO stage 1 (trainer_options::zero): scatter_gradients sums the
+//     gradients into each rank's parameter_shard in place, sum_totals
+//     makes the shards' norm totals global, gather_shards puts every rank's
+//     shard of a buffer (the updated parameters, or optimizer state for a
+//     checkpoint) on every rank;
 //   - total, save_on_rank0: metrics summed over ranks, checkpoints written by
 //     rank 0 and acknowledged.
 #pragma once
@@ -19,6 +24,7 @@
 #include "../memory/error.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
+#include "parameter_shard.hpp"
 
 #include <cstddef>
 #include <string>
@@ -77,6 +83,30 @@ public:
         }
     }
 
+    // The gradients summed over ranks, at least in this rank's shard
+    // (parameter_shard::of): equal pieces reduce-scattered in place, the
+    // numel mod P left over (the last shard's tail) allreduced.
+    void scatter_gradients(f32* gradients, stream_ref s)
+    {
+        if (piece() > 0) comm_.reduce_scatter_sum(gradients, gradients + rank() * piece(), piece(), s);
+        if (rest() > 0) comm_.allreduce_sum(gradients + ranks() * piece(), rest(), s);
+    }
+
+    // The shards' [sum of squares, inf/NaN] totals summed over ranks.
+    void sum_totals(f32* totals, stream_ref s) { comm_.allreduce_sum(totals, 2, s); }
+
+    // whole[0, numel) = every rank's shard, from `mine` (this rank's shard
+    // of T, shard-long), on every rank. In place when mine is whole's shard.
+    template <class T>
+    void gather_shards(const T* mine, T* whole, stream_ref s)
+    {
+        if (piece() > 0) comm_.all_gather(mine, whole, piece() * sizeof(T), s);
+        if (rest() == 0) return;
+        T* tail = whole + ranks() * piece();
+        if (rank() + 1 == ranks() && mine + piece() != tail) copy_bytes<place, place>(tail, mine + piece(), rest() * sizeof(T), s);
+        comm_.broadcast(tail, rest() * sizeof(T), comm_.size() - 1, s);
+    }
+
     // A metric's sum over ranks, in place.
     void total(scalar& metric, stream_ref s) { comm_.allreduce_sum(metric.data(), 1, s); }
 
@@ -99,6 +129,11 @@ public:
     }
 
 private:
+    std::size_t rank() const { return static_cast<std::size_t>(comm_.rank()); }
+    std::size_t ranks() const { return static_cast<std::size_t>(comm_.size()); }
+    std::size_t piece() const { return Model::flat_numel / ranks(); }  // every shard's first part
+    std::size_t rest() const { return Model::flat_numel % ranks(); }   // the last shard's tail
+
     // Rank 0's word, broadcast in the model's place and read back.
     bool rank0_says(bool ok, stream_ref s)
     {

@@ -13,7 +13,9 @@
 //   - evaluates the LR schedule from the step counter and advances the
 //     step state (loss scale, counters),
 // all from device memory: nothing is read back, so a step can be captured in
-// a CUDA Graph. The checks and the norm are a global pass; on the device the
+// a CUDA Graph. A sharded step (ZeRO-1, optimizer.hpp) splits the global
+// pass from the update: a measuring call writes its shard's totals, the
+// ranks sum them, and the update reads the sums instead of its own pass. The checks and the norm are a global pass; on the device the
 // kernel is a cooperative launch whose blocks meet at grid-wide barriers
 // (after the global pass, between LAMB's two phases, before the state is
 // advanced). The host runs the same phases in order over fixed 4096-element
@@ -65,6 +67,10 @@ struct update_args {
     float clip_norm;      // 0: no clipping
     float grad_divisor;   // micro-batches accumulated into the gradient
     bool skip_nonfinite;  // a global pass skips a step with an inf/NaN gradient
+    // A sharded step: [sum of squares, inf/NaN found] of the scaled
+    // gradients; null for a whole step (which makes its own global pass).
+    Master* totals;
+    bool measure;  // write this shard's totals and return; otherwise read the ranks' sums
 };
 
 template <class T>
@@ -219,30 +225,42 @@ struct sums {
     T b = T(0);
 };
 
+// The global pass over [0, numel): the scaled gradients' sum of squares, and
+// whether one is inf/NaN.
+template <class Args, class T>
+sums<T> host_totals(const Args& a, T inverse_scale)
+{
+    const auto partial = host_blocks<sums<T>>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+        sums<T> s;
+        for (std::uint64_t i = begin; i < end; ++i) {
+            const T g = checked_gradient(a, i, inverse_scale);
+            s.a += g * g;
+            if (!is_finite(g)) s.b = T(1);
+        }
+        return s;
+    });
+    sums<T> total;
+    for (const auto& s : partial) total = {total.a + s.a, total.b != T(0) || s.b != T(0) ? T(1) : T(0)};
+    return total;
+}
+
 template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
 void host_update(const update_args<Rule, Schedule, Storage, T>& a)
 {
     const step_state state = *a.state;
     const T lr = static_cast<T>(a.schedule(state.iteration));
     const T inverse_scale = T(1) / (T(Dynamic ? state.loss_scale : 1.0f) * T(a.grad_divisor));
-    T sum_squares = T(0);
-    bool nonfinite = false;
-    if (needs_global_pass<Dynamic, Rule>(a.clip_norm, a.skip_nonfinite)) {
-        const auto partial = host_blocks<sums<T>>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
-            sums<T> s;
-            for (std::uint64_t i = begin; i < end; ++i) {
-                const T g = checked_gradient(a, i, inverse_scale);
-                s.a += g * g;
-                if (!is_finite(g)) s.b = T(1);
-            }
-            return s;
-        });
-        for (const auto& s : partial) {
-            sum_squares += s.a;
-            nonfinite = nonfinite || s.b != T(0);
-        }
+    const bool global_pass = needs_global_pass<Dynamic, Rule>(a.clip_norm, a.skip_nonfinite);
+    sums<T> found;
+    if (a.totals && !a.measure) found = {a.totals[0], a.totals[1]};
+    else if (global_pass || a.measure) found = host_totals(a, inverse_scale);
+    if (a.measure) {
+        a.totals[0] = found.a;
+        a.totals[1] = found.b;
+        return;
     }
-    const step_plan<T> plan = plan_step(lr, inverse_scale, sum_squares, nonfinite, a.clip_norm);
+    bool nonfinite = found.b != T(0);
+    const step_plan<T> plan = plan_step(lr, inverse_scale, global_pass ? found.a : T(0), global_pass && nonfinite, a.clip_norm);
     if (!plan.skip) {
         const auto k = a.rule.at(plan.lr, state.applied + 1);
         if constexpr (Rule::layerwise) {
@@ -268,10 +286,10 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
             }
         } else {
             const auto bad = host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
-                char found = 0;
+                char seen = 0;
                 for (std::uint64_t i = begin; i < end; ++i)
-                    if (!update_element(a, i, plan.grad_multiplier, k)) found = 1;
-                return found;
+                    if (!update_element(a, i, plan.grad_multiplier, k)) seen = 1;
+                return seen;
             });
             for (const char b : bad) nonfinite = nonfinite || b != 0;
         }
@@ -328,7 +346,11 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
     T sum_squares = T(0);
     bool nonfinite = false;
     const bool global_pass = needs_global_pass<Dynamic, Rule>(a.clip_norm, a.skip_nonfinite);
-    if (global_pass) {
+    const bool given = a.totals && !a.measure;  // a sharded update: the ranks' summed totals
+    if (given) {
+        sum_squares = a.totals[0];
+        nonfinite = a.totals[1] != T(0);
+    } else if (global_pass || a.measure) {
         T squares = T(0), bad = T(0);
         for (std::uint64_t i = first; i < a.numel; i += stride) {
             const T g = checked_gradient(a, i, inverse_scale);
@@ -340,9 +362,14 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
         grid.sync();
         sum_squares = grid_total(a.partials, 2);
         nonfinite = grid_total(a.partials + 1, 2) != T(0);
+        if (a.measure) {
+            if (blockIdx.x == 0 && threadIdx.x == 0) a.totals[0] = sum_squares, a.totals[1] = nonfinite ? T(1) : T(0);
+            return;
+        }
         grid.sync();  // the partials are reused below
     }
-    const step_plan<T> plan = plan_step(lr, inverse_scale, sum_squares, nonfinite, a.clip_norm);
+    const step_plan<T> plan =
+        plan_step(lr, inverse_scale, global_pass ? sum_squares : T(0), global_pass && nonfinite, a.clip_norm);
     if (!plan.skip) {
         const auto k = a.rule.at(plan.lr, state.applied + 1);
         if constexpr (Rule::layerwise) {
@@ -370,12 +397,12 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
             T bad = T(0);
             for (std::uint64_t i = first; i < a.numel; i += stride)
                 if (!update_element(a, i, plan.grad_multiplier, k)) bad = T(1);
-            if (!global_pass) block_partial(bad, a.partials + 2 * blockIdx.x + 1);
+            if (!global_pass && !given) block_partial(bad, a.partials + 2 * blockIdx.x + 1);
         }
     }
     grid.sync();  // every block has read the state (and written its partials)
     if (blockIdx.x != 0) return;
-    if (!global_pass) nonfinite = grid_total(a.partials + 1, 2) != T(0);
+    if (!global_pass && !given) nonfinite = grid_total(a.partials + 1, 2) != T(0);
     if (threadIdx.x == 0)
         *a.state = advance(state, plan.skip, nonfinite, Dynamic, a.scaler, static_cast<float>(plan.lr),
                            static_cast<float>(plan.grad_norm));
@@ -398,5 +425,60 @@ void device_update(update_args<Rule, Schedule, Storage, T> a, unsigned grid, str
 }
 
 #endif
+
+// ---- passes over the optimizer's state -------------------------------------
+// The state's length is the optimizer's shard (ZeRO-1: known at run time),
+// so these are plain loops rather than static-shape expressions.
+
+template <class T>
+struct zero_element {
+    T* data;
+    TENET_HD void operator()(std::uint64_t i) const { data[i] = T(0); }
+};
+
+template <class T, class Storage>
+struct widen_element {  // master weights from the storage weights (exact)
+    T* to;
+    const Storage* from;
+    TENET_HD void operator()(std::uint64_t i) const { to[i] = convert<T>(from[i]); }
+};
+
+template <class T>
+struct zero_pruned_element {
+    T* data;
+    const bool* keep;
+    TENET_HD void operator()(std::uint64_t i) const
+    {
+        if (!keep[i]) data[i] = T(0);
+    }
+};
+
+#if TENET_CUDA_COMPILER
+template <class F>
+__global__ void __launch_bounds__(update_threads) for_each_element_kernel(F f, std::uint64_t n)
+{
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * update_threads;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * update_threads + threadIdx.x; i < n; i += stride) f(i);
+}
+#endif
+
+// f(i) for i in [0, n), in Place's memory, on the stream.
+template <class Place, class F>
+void for_each_element(std::uint64_t n, F f, stream_ref stream)
+{
+    if (n == 0) return;
+    if constexpr (host_accessible_v<Place>) {
+        static_cast<void>(stream);
+        const auto count = static_cast<std::int64_t>(n);
+        TENET_OMP_PARALLEL_FOR_IF(count >= 65536)
+        for (std::int64_t i = 0; i < count; ++i) f(static_cast<std::uint64_t>(i));
+    } else {
+#if TENET_CUDA_COMPILER
+        const unsigned grid = tenet::grid_for<for_each_element_kernel<F>, update_threads>(n);
+        for_each_element_kernel<<<grid, update_threads, 0, stream.get()>>>(f, n);
+        TENET_CUDA_CHECK(cudaGetLastError());
+#endif
+    }
+}
 
 }  // namespace tenet::train::detail

@@ -24,9 +24,13 @@
 //   prune::masks<Model>; in the same pass the step drops pruned weights'
 //   gradients and writes those weights, their master copies and their state
 //   as exact zeros, so they stay zero however long training goes on.
+// - Sharding (ZeRO stage 1, what trainer_options::zero sets up): given a
+//   parameter_shard, the optimizer keeps master weights and state for that
+//   shard alone and updates only its parameters. The global gradient norm
+//   and inf/NaN check then span the ranks: measure() writes this shard's
+//   totals, the ranks sum them, step(gradients, divisor, totals) updates.
 #pragma once
 
-#include "../exec/assign.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../nn/layer.hpp"
 #include "../prune/masks.hpp"
@@ -34,6 +38,7 @@
 #include "fused_update.hpp"
 #include "lamb.hpp"
 #include "lr_schedule.hpp"
+#include "parameter_shard.hpp"
 #include "sgd.hpp"
 
 #include <array>
@@ -70,14 +75,23 @@ public:
     static constexpr bool separate_master = !std::is_same_v<storage_type, master_type>;
     static constexpr bool dynamic_loss_scaling = policy::dynamic_loss_scaling;
     static constexpr bool on_host = host_accessible_v<place>;
-    // Master weights (when separate) and the rule's state, in bytes.
-    static constexpr std::size_t state_bytes = ((separate_master ? numel : 0) + Rule::slots * numel) * sizeof(master_type);
+    // Master weights (when separate) and the rule's state, in bytes: for the
+    // whole model, and at most per rank when sharded over `ranks` (ZeRO-1).
+    static constexpr std::size_t state_bytes_for(std::size_t elements)
+    {
+        return ((separate_master ? elements : 0) + Rule::slots * elements) * sizeof(master_type);
+    }
+    static constexpr std::size_t state_bytes = state_bytes_for(numel);
+    static constexpr std::size_t sharded_state_bytes(std::size_t ranks)
+    {
+        return state_bytes_for(parameter_shard::largest(numel, ranks));
+    }
 
     explicit optimizer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
-                       optimizer_options options = {})
-        : model_(model), rule_(rule), schedule_(schedule), options_(options),
-          master_(separate_master ? numel : 0, current_stream()),
-          slots_(Rule::slots * numel, current_stream()),
+                       optimizer_options options = {}, parameter_shard shard = parameter_shard::whole(numel))
+        : model_(model), rule_(rule), schedule_(schedule), options_(options), shard_(checked(shard)),
+          master_(separate_master ? shard_.size() : 0, current_stream()),
+          slots_(Rule::slots * shard_.size(), current_stream()),
           state_(1, current_stream()),
           segments_(collect_segments(model))
     {
@@ -86,7 +100,7 @@ public:
                       "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
         if constexpr (requires { rule.check(); }) rule.check();
         if constexpr (requires { schedule.check(); }) schedule.check();
-        assign(flat(slots_.data(), std::integral_constant<std::size_t, Rule::slots * numel>{}), 0);
+        detail::for_each_element<place>(slots_.size(), detail::zero_element<master_type>{slots_.data()}, current_stream());
         load_master_from_parameters();
         step_state initial;
         if constexpr (dynamic_loss_scaling) initial.loss_scale = options.scaler.initial_scale;
@@ -104,15 +118,31 @@ public:
     // micro-batches: the update uses their mean.
     void step(const master_type* gradients, float divisor)
     {
-        const auto args = arguments(gradients, divisor);
-        if constexpr (on_host) {
-            detail::host_update<dynamic_loss_scaling>(args);
-        } else {
-#if TENET_CUDA_COMPILER
-            detail::device_update<dynamic_loss_scaling>(args, grid_, current_stream());
-#endif
-        }
+        if (sharded())
+            throw error("tenet: optimizer: a sharded optimizer's step spans the ranks: measure(), sum the totals "
+                        "over the ranks, then step(gradients, divisor, totals)");
+        update(arguments(gradients, divisor, nullptr, false));
     }
+
+    // A sharded step, in two calls around a sum over the ranks. measure()
+    // writes totals[0, 2) (in the model's place): this shard's sum of
+    // squared gradients and whether one is inf/NaN, after the loss scale and
+    // `divisor` are divided out. step() takes those totals summed over the
+    // ranks (the global norm and check) and updates this shard's parameters
+    // from `gradients` (flat, whole: this shard's part is read, the ranks'
+    // sum by then). Every rank then holds the same step state.
+    void measure(const master_type* gradients, float divisor, master_type* totals)
+    {
+        update(arguments(gradients, divisor, totals, true));
+    }
+    void step(const master_type* gradients, float divisor, master_type* totals)
+    {
+        update(arguments(gradients, divisor, totals, false));
+    }
+
+    // The elements whose master weights and state this optimizer keeps.
+    const parameter_shard& shard() const { return shard_; }
+    bool sharded() const { return shard_ != parameter_shard::whole(numel); }
 
     // The step state, read back to the host (waits for the stream).
     step_state state() const
@@ -134,21 +164,23 @@ public:
     auto loss_scale() const { return make_view<Shape<>, place>(static_cast<const float*>(&state_.data()->loss_scale)); }
 
     // The master weights (the parameters themselves for fp32) and the rule's
-    // state slots, each `numel` long: what a checkpoint saves.
+    // state slots, each shard().size() long (numel unless sharded): what a
+    // checkpoint saves.
     master_type* master()
     {
         if constexpr (separate_master) return master_.data();
-        else return model_.parameters();
+        else return model_.parameters() + shard_.begin;
     }
-    master_type* slot(std::size_t j) { return slots_.data() + j * numel; }
+    master_type* slot(std::size_t j) { return slots_.data() + j * shard_.size(); }
 
     // Master weights from the model's parameters (after the parameters were
     // set from outside: initialisation, a checkpoint).
     void load_master_from_parameters()
     {
         if constexpr (separate_master)
-            assign(flat(master_.data(), std::integral_constant<std::size_t, numel>{}),
-                   flat(static_cast<const storage_type*>(model_.parameters()), std::integral_constant<std::size_t, numel>{}));
+            detail::for_each_element<place>(
+                shard_.size(), detail::widen_element<master_type, storage_type>{master_.data(), model_.parameters() + shard_.begin},
+                current_stream());
     }
 
     // The pruning masks (optimizer_options::masked): change them with prune/
@@ -166,24 +198,28 @@ public:
     {
         auto& m = masks();
         m.apply();
-        const auto keep = m.flat();
-        if constexpr (separate_master) zero_pruned(master_.data(), keep);
-        for (std::size_t j = 0; j < Rule::slots; ++j) zero_pruned(slot(j), keep);
+        if constexpr (separate_master) zero_pruned(master_.data());
+        for (std::size_t j = 0; j < Rule::slots; ++j) zero_pruned(slot(j));
     }
 
     // The optimizer's state in one checksummed file, written atomically: the
     // master weights (when separate from the parameters), the rule's state,
     // the step state (learning-rate step, loss scale, counters) and the
     // pruning masks when masked. The model's parameters are the model's to
-    // save (nn::model::save): a hand-written loop saves both.
+    // save (nn::model::save): a hand-written loop saves both. (A sharded
+    // optimizer's state is saved by its trainer, which gathers the shards.)
     void save(const std::string& path)
     {
+        if (sharded())
+            throw error("tenet: optimizer: a sharded optimizer holds one shard of the state: save it with its "
+                        "trainer (train::trainer::save gathers the shards into one file)");
         io::checkpoint_contents contents{signature(), model_.step(), {}};
         append_sections(contents);
         io::write_checkpoint_file(path, contents);
     }
 
-    // Restores what save() wrote. The whole file is checked first (format,
+    // Restores what save() wrote (a sharded optimizer takes its shard of
+    // it). The whole file is checked first (format,
     // checksum, signature, every section's size, a step state advance()
     // could reach, every value finite, mask bytes 0 or 1): on any error
     // tenet::format_error / io_error is thrown and nothing has changed.
@@ -215,10 +251,22 @@ public:
                                                      (separate_master + Rule::slots) +
                                                  sizeof(step_state);
 
+    // Sections hold whole buffers: a sharded optimizer's caller gives
+    // `whole`, which maps a shard's data to the whole buffer's (numel long,
+    // in the model's place), gathered from the ranks -- or to null on a rank
+    // that only takes part in the gather and writes no file.
     void append_sections(io::checkpoint_contents& contents)
     {
-        if constexpr (separate_master) contents.sections.push_back(section("master", master_.data()));
-        for (std::size_t j = 0; j < Rule::slots; ++j) contents.sections.push_back(section("state" + std::to_string(j), slot(j)));
+        append_sections(contents, [](const master_type* data) { return data; });
+    }
+    template <class Whole>
+    void append_sections(io::checkpoint_contents& contents, Whole&& whole)
+    {
+        const auto append = [&](std::string name, const master_type* data) {
+            if (const master_type* all = whole(data)) contents.sections.push_back(section(std::move(name), all));
+        };
+        if constexpr (separate_master) append("master", master_.data());
+        for (std::size_t j = 0; j < Rule::slots; ++j) append("state" + std::to_string(j), slot(j));
         if (masked())
             contents.sections.push_back(io::section_of<place>("masks", masks().data(), numel, current_stream()));
         contents.sections.push_back(io::section_of_value("step_state", state()));
@@ -254,8 +302,8 @@ public:
 
     void restore(const checked_state& c)
     {
-        if (c.master) io::upload<place>(master_.data(), *c.master, current_stream());
-        for (std::size_t j = 0; j < Rule::slots; ++j) io::upload<place>(slot(j), *c.slots[j], current_stream());
+        if (c.master) upload_shard(master_.data(), *c.master);
+        for (std::size_t j = 0; j < Rule::slots; ++j) upload_shard(slot(j), *c.slots[j]);
         set_state(c.state);
         if (masks_) {
             masks_->from_host(c.keep);
@@ -269,17 +317,39 @@ public:
     Model& model() { return model_; }
 
 private:
+    using args_type = detail::update_args<Rule, Schedule, storage_type, master_type>;
+
     io::checkpoint_section section(std::string name, const master_type* data) const
     {
         return io::section_of<place>(std::move(name), data, numel, current_stream());
     }
 
-    using args_type = detail::update_args<Rule, Schedule, storage_type, master_type>;
-
-    template <class T, std::size_t N>
-    static auto flat(T* data, std::integral_constant<std::size_t, N>)
+    // This shard's part of a whole section (whose size was checked).
+    void upload_shard(master_type* to, const io::checkpoint_section& from) const
     {
-        return make_view<Shape<N>, place>(data);
+        copy_raw(to, from.bytes.data() + shard_.begin * sizeof(master_type), shard_.size() * sizeof(master_type));
+        current_stream().synchronize();  // the section is the caller's
+    }
+
+    parameter_shard checked(parameter_shard shard) const
+    {
+        check_shard(shard, numel);
+        if (Rule::layerwise && shard != parameter_shard::whole(numel))
+            throw error(std::string("tenet: optimizer: ") + Rule::name +
+                        " scales each tensor's update by its norms, which a shard does not hold whole: shard "
+                        "(ZeRO-1) rules that update element by element (sgd, adamw)");
+        return shard;
+    }
+
+    void update(const args_type& args)
+    {
+        if constexpr (on_host) {
+            detail::host_update<dynamic_loss_scaling>(args);
+        } else {
+#if TENET_CUDA_COMPILER
+            detail::device_update<dynamic_loss_scaling>(args, grid_, current_stream());
+#endif
+        }
     }
 
     // Between the model's place and host memory (either way: cudaMemcpyDefault).
@@ -288,11 +358,11 @@ private:
         tenet::copy_bytes<place, Host>(to, from, bytes, current_stream());
     }
 
-    template <class Keep>
-    static void zero_pruned(master_type* data, const Keep& keep)
+    // The shard's pruned elements of `data` (shard-long) set to zero.
+    void zero_pruned(master_type* data)
     {
-        auto values = flat(data, std::integral_constant<std::size_t, numel>{});
-        assign(values, where(keep, values, 0));
+        detail::for_each_element<place>(
+            shard_.size(), detail::zero_pruned_element<master_type>{data, masks_->data() + shard_.begin}, current_stream());
     }
 
     static buffer<detail::segment, place> collect_segments(Model& model)
@@ -318,15 +388,15 @@ private:
 #endif
     }
 
-    args_type arguments(const master_type* gradients, float divisor)
+    args_type arguments(const master_type* gradients, float divisor, master_type* totals, bool measure)
     {
         args_type a{};
         a.master = master();
-        a.parameters = model_.parameters();
-        a.gradients = gradients;
-        a.keep = masks_ ? masks_->data() : nullptr;
+        a.parameters = model_.parameters() + shard_.begin;
+        a.gradients = gradients + shard_.begin;
+        a.keep = masks_ ? masks_->data() + shard_.begin : nullptr;
         for (std::size_t j = 0; j < Rule::slots; ++j) a.slots[j] = slot(j);
-        a.numel = numel;
+        a.numel = shard_.size();
         a.segments = segments_.data();
         a.segment_count = static_cast<unsigned>(segments_.size());
         a.state = state_.data();
@@ -337,6 +407,8 @@ private:
         a.clip_norm = options_.clip_norm;
         a.grad_divisor = divisor;
         a.skip_nonfinite = options_.skip_nonfinite;
+        a.totals = totals;
+        a.measure = measure;
         return a;
     }
 
@@ -344,6 +416,7 @@ private:
     Rule rule_;
     Schedule schedule_;
     optimizer_options options_;
+    parameter_shard shard_;
     buffer<master_type, place> master_;
     buffer<master_type, place> slots_;
     buffer<step_state, place> state_;

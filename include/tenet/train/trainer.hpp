@@ -63,6 +63,12 @@
 //   same global norm. Metrics are the global batch's; save() is rank 0's;
 //   dropout masks come from each rank's model seed. Every rank must
 //   construct, step, evaluate, read metrics and save in the same order.
+//   With trainer_options::zero (ZeRO stage 1) each rank keeps the master
+//   weights and optimizer state of its parameter_shard alone -- 1/P of them:
+//   the gradients are reduce-scattered, each rank updates its shard, the
+//   parameters are all-gathered. The steps are plain data parallelism's (up
+//   to summation order); checkpoints gather the shards into the same file,
+//   which loads at any world size and with or without zero.
 #pragma once
 
 #include "../index/index_range.hpp"
@@ -74,6 +80,7 @@
 #include "graph.hpp"
 #include "loss.hpp"
 #include "optimizer.hpp"
+#include "parameter_shard.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -97,6 +104,9 @@ struct trainer_options {
     dist::communicator* communicator = nullptr;
     // Gradients are summed across ranks in buckets of this many bytes.
     std::size_t bucket_bytes = std::size_t{25} << 20;
+    // ZeRO stage 1 (with a communicator): optimizer state sharded over the
+    // ranks. For rules that update element by element (sgd, adamw).
+    bool zero = false;
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr, class Loss = softmax_cross_entropy>
@@ -120,7 +130,8 @@ public:
 
     trainer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
             trainer_options options = {}, const Loss& loss = {})
-        : model_(model), options_(checked(options)), optimizer_(model, rule, schedule, options.optimizer),
+        : model_(model), options_(checked(options)),
+          optimizer_(model, rule, schedule, options.optimizer, shard_of(options_)),
           loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
     {
         current_stream().synchronize();  // the model and the optimizer are ready for stream_
@@ -250,14 +261,23 @@ public:
     // step and the pruning masks (when masked), in one checksummed file
     // written atomically (the sections nn::model and train::optimizer save
     // on their own, in one file).
-    // Data parallel: rank 0 writes (every rank holds the same state), and
-    // save() returns on every rank once the file is in place, or throws on
-    // every rank when rank 0 could not write it.
+    // Data parallel: rank 0 writes (every rank holds the same state; with
+    // zero every rank first takes part in gathering the shards), and save()
+    // returns on every rank once the file is in place, or throws on every
+    // rank when rank 0 could not write it.
     void save(const std::string& path)
     {
         stream_scope on(stream_);
-        if (parallel_) parallel_->save_on_rank0(path, [&] { write(path); }, stream_);
-        else write(path);
+        const auto write = [&] { io::write_checkpoint_file(path, contents([](const master_type* data) { return data; })); };
+        if (!parallel_) return write();
+        if (!options_.zero) return parallel_->save_on_rank0(path, write, stream_);
+        buffer<master_type, place> whole(Model::flat_numel, stream_);
+        const auto gathered = contents([&](const master_type* shard) -> const master_type* {
+            parallel_->gather_shards(shard, whole.data(), stream_);
+            options_.communicator->wait(stream_);
+            return rank() == 0 ? whole.data() : nullptr;
+        });
+        parallel_->save_on_rank0(path, [&] { io::write_checkpoint_file(path, gathered); }, stream_);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
@@ -340,6 +360,9 @@ private:
     {
         if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
         if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
+        if (o.zero && !o.communicator)
+            throw error("tenet: trainer: zero shards the optimizer state over the ranks of trainer_options::communicator, "
+                        "which is not set");
         if (o.communicator && !std::is_same_v<master_type, f32>)
             throw error(std::string("tenet: trainer: data-parallel training sums f32 gradients; this policy's are ") +
                         element_name<master_type>);
@@ -349,10 +372,31 @@ private:
         return o;
     }
 
-    // The flat gradients summed over ranks (data parallel).
-    void sum_across_ranks(master_type* gradients)
+    // This rank's shard of the parameters (ZeRO-1), or all of them.
+    static parameter_shard shard_of(const trainer_options& o)
     {
-        if constexpr (std::is_same_v<master_type, f32>) parallel_->sum_gradients(gradients, stream_);
+        if (!o.zero) return parameter_shard::whole(Model::flat_numel);
+        return parameter_shard::of(Model::flat_numel, static_cast<std::size_t>(o.communicator->rank()),
+                                   static_cast<std::size_t>(o.communicator->size()));
+    }
+
+    // The update from `gradients`, which sum `divisor` micro-batches: summed
+    // over ranks first (data parallel), or reduce-scattered, each rank
+    // updating its shard, the parameters gathered (ZeRO-1).
+    void update(master_type* gradients, float divisor)
+    {
+        if constexpr (std::is_same_v<master_type, f32>) {  // (checked() allows no other with a communicator)
+            if (parallel_ && options_.zero) {
+                parallel_->scatter_gradients(gradients, stream_);
+                optimizer_.measure(gradients, divisor, totals_.data());
+                parallel_->sum_totals(totals_.data(), stream_);
+                optimizer_.step(gradients, divisor, totals_.data());
+                parallel_->gather_shards(model_.parameters() + optimizer_.shard().begin, model_.parameters(), stream_);
+                return;
+            }
+            if (parallel_) parallel_->sum_gradients(gradients, stream_);
+        }
+        optimizer_.step(gradients, divisor);
     }
 
     template <class T>
@@ -407,19 +451,12 @@ private:
         profile::scoped_range range("optimizer");
         if (parallel_) parallel_->share_buffers(model_, stream_);
         constexpr std::size_t n = Model::flat_numel;
-        if (phase == phase_kind::only) {
-            if (parallel_) sum_across_ranks(model_.gradients());
-            optimizer_.step();
-            return;
-        }
+        if (phase == phase_kind::only) return update(model_.gradients(), 1.0f);
         auto sum_view = make_view<Shape<n>, place>(accumulated_.data());
         const auto gradients = make_view<Shape<n>, place>(static_cast<const master_type*>(model_.gradients()));
         if (phase == phase_kind::first) sum_view = gradients;
         else sum_view = sum_view + gradients;
-        if (phase == phase_kind::last) {
-            if (parallel_) sum_across_ranks(accumulated_.data());
-            optimizer_.step(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
-        }
+        if (phase == phase_kind::last) update(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
     }
 
     // check_batches on a device model: one wait for the batch, then the
@@ -538,12 +575,15 @@ private:
         return read(t);
     }
 
-    void write(const std::string& path)
+    // The file's sections; `whole` gives the optimizer's whole buffers (see
+    // optimizer::append_sections). Only a rank that writes needs the model's.
+    template <class Whole>
+    io::checkpoint_contents contents(Whole&& whole)
     {
-        io::checkpoint_contents contents{signature(), model_.step(), {}};
-        model_.append_sections(contents);
-        optimizer_.append_sections(contents);
-        io::write_checkpoint_file(path, contents);
+        io::checkpoint_contents c{signature(), model_.step(), {}};
+        if (rank() == 0) model_.append_sections(c);
+        optimizer_.append_sections(c, whole);
+        return c;
     }
 
     void clear_metrics() { clear(correct_, rows_, evaluated_loss_, evaluated_rows_); }
@@ -571,6 +611,7 @@ private:
     Tensor<f32, Shape<>, place> rows_;
     Tensor<f32, Shape<>, place> evaluated_loss_;  // evaluation_loss(): loss times rows, and rows
     Tensor<f32, Shape<>, place> evaluated_rows_;
+    Tensor<master_type, Shape<2>, place> totals_;  // ZeRO-1: the shards' norm totals
     std::size_t micro_ = 0;
     std::size_t losses_ = 0;
     bool graphs_on_ = false;

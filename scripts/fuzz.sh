@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes tenet's file readers with libFuzzer (clang 14), one after another:
 #   bash scripts/fuzz.sh [seconds per reader, default 60] [reader...]
-# Readers: checkpoint sparse idx (tests/fuzz/fuzz_<reader>.cpp). New inputs
+# Readers: checkpoint sparse idx safetensors npy (tests/fuzz/fuzz_<reader>.cpp). New inputs
 # that add coverage are merged (-merge=1, minimised) into the committed
 # corpus tests/fuzz/corpus/<reader>/, which the fuzz.replay ctest feeds to the
 # same entry points. A crash leaves its input in build/fuzz/<reader>/.
@@ -11,7 +11,7 @@ tenet_install_packages clang-14 libclang-rt-14-dev
 seconds="${1:-60}"
 shift || true
 readers=("$@")
-((${#readers[@]})) || readers=(checkpoint sparse idx)
+((${#readers[@]})) || readers=(checkpoint sparse idx safetensors npy)
 out="$TENET_ROOT/build/fuzz"
 mkdir -p "$out"
 for reader in "${readers[@]}"; do

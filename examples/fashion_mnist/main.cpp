@@ -11,7 +11,8 @@
 //
 //   fashion_mnist [--model mlp|cnn|vit|all] [--policy fp32|bf16|fp16|all] [--epochs N] [--train-samples N]
 //                 [--data DIR] [--seed S] [--host] [--eager] [--min-accuracy A]
-//                 [--save PATH] [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
+//                 [--save PATH] [--init PATH.safetensors] [--save-safetensors PATH]
+//                 [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
 //                 [--calibration-batches N] [--qat-epochs N]
 //                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
 //                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero]
@@ -65,6 +66,7 @@ namespace {
               << "usage: fashion_mnist [--model mlp|cnn|vit|all] [--policy fp32|bf16|fp16|all] [--epochs N]\n"
               << "                     [--train-samples N] [--data DIR]\n"
               << "                     [--seed S] [--host] [--eager] [--min-accuracy A] [--save PATH]\n"
+              << "                     [--init PATH.safetensors] [--save-safetensors PATH]\n"
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
               << "                     [--calibration-batches N] [--qat-epochs N]\n"
               << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
@@ -103,6 +105,8 @@ options parse(int argc, char** argv)
         else if (arg == "--eager") o.eager = true;
         else if (arg == "--min-accuracy") o.min_accuracy = std::stod(value());
         else if (arg == "--save") o.save = value();
+        else if (arg == "--init") o.init = value();
+        else if (arg == "--save-safetensors") o.save_safetensors = value();
         else if (arg == "--quantize") o.quantize = value();
         else if (arg == "--observer") o.observer = value();
         else if (arg == "--calibration-batches") o.calibration_batches = std::stoul(value());

@@ -49,6 +49,8 @@ struct options {
     bool eager = false;
     double min_accuracy = 0.0;
     std::string save;
+    std::string init;              // start from these weights (safetensors, PyTorch names)
+    std::string save_safetensors;  // and write the trained ones there
     std::string quantize;  // "", ptq, qat or all
     std::string observer = "mse";
     std::size_t calibration_batches = 32;
@@ -187,6 +189,7 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     // process on average, square-root 0.20, unscaled 0.36.)
     const std::size_t world = shard_of(o).count;
     const float lr = learning_rate<Net> * static_cast<float>(world);
+    if (!o.init.empty()) io::load_safetensors(net, o.init);  // before the trainer takes its master weights
     auto trainer = make_trainer(net, steps_per_epoch, epochs, lr, {.communicator = o.communicator, .zero = o.zero});
     using optimizer_type = typename decltype(trainer)::optimizer_type;
     const std::size_t state_bytes = o.zero ? optimizer_type::sharded_state_bytes(world) : optimizer_type::state_bytes;
@@ -201,7 +204,9 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
                                                                 shard_of(o));
     const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);
     const double accuracy = test_accuracy(trainer, test_batches);
-    if (!o.save.empty()) trainer.save(o.save + (std::is_same_v<Net, mlp> ? std::string(".") : "." + std::string(name_of<Net>()) + ".") + name);
+    const std::string suffix = (std::is_same_v<Net, mlp> ? std::string(".") : "." + std::string(name_of<Net>()) + ".") + name;
+    if (!o.save.empty()) trainer.save(o.save + suffix);
+    if (!o.save_safetensors.empty() && trainer.rank() == 0) io::save_safetensors(net, o.save_safetensors + suffix + ".safetensors");
     using model_type = nn::model<Net, P, In, Place>;
     return {name, name_of<Net>(), accuracy, train_seconds,
             static_cast<double>(set.train.count * epochs) / train_seconds, model_type::parameter_bytes,

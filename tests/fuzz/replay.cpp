@@ -94,6 +94,29 @@ std::vector<bytes_t> idx_seeds()
     return out;
 }
 
+std::vector<bytes_t> safetensors_seeds()
+{
+    tenet::fuzz::net_t net(6);
+    std::vector<bytes_t> out = damaged(written([&](const std::string& p) { tenet::io::save_safetensors(net, p); }), false);
+    const float x[3] = {1.5f, -2.0f, 0.25f};
+    const tenet::i32 k[2] = {7, -9};
+    for (bytes_t& b : damaged(written([&](const std::string& p) {
+                                  tenet::io::save_tensors(p, {tenet::io::tensor_of("x", x, {3}), tenet::io::tensor_of("k", k, {2, 1})},
+                                                          {{"format", "pt"}});
+                              }),
+                              false))
+        out.push_back(std::move(b));
+    return out;
+}
+
+std::vector<bytes_t> npy_seeds()
+{
+    const float x[6] = {1.5f, -2.0f, 0.25f, 3.0f, -0.5f, 8.0f};
+    const std::size_t shape[2] = {2, 3};
+    return damaged(written([&](const std::string& p) { tenet::io::save_npy(p, x, std::span<const std::size_t>(shape)); }),
+                   false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -108,7 +131,9 @@ int main(int argc, char** argv)
         std::vector<bytes_t> (*seeds)();
     } readers[] = {{"checkpoint", tenet::fuzz::checkpoint, checkpoint_seeds},
                    {"sparse", tenet::fuzz::sparse, sparse_seeds},
-                   {"idx", tenet::fuzz::idx, idx_seeds}};
+                   {"idx", tenet::fuzz::idx, idx_seeds},
+                   {"safetensors", tenet::fuzz::safetensors, safetensors_seeds},
+                   {"npy", tenet::fuzz::npy, npy_seeds}};
     for (const auto& reader : readers) {
         std::size_t inputs = 0;
         for (const bytes_t& seed : reader.seeds()) {

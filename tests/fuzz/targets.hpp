@@ -5,6 +5,9 @@
 #pragma once
 
 #include <tenet/data/idx.hpp>
+#include <tenet/io/model_safetensors.hpp>
+#include <tenet/io/npy.hpp>
+#include <tenet/io/safetensors.hpp>
 #include <tenet/nn/nn.hpp>
 #include <tenet/prune/sparse_file.hpp>
 #include <tenet/train/trainer.hpp>
@@ -82,6 +85,34 @@ inline void idx(const std::uint8_t* bytes, std::size_t size)
 {
     const std::string path = as_file("idx", bytes, size);
     expect_parse_or_error([&] { (void)data::read_idx(path); });
+}
+
+// A safetensors file: the header checked, every tensor read as f32 and as
+// i32 (each may refuse), and a non-strict load into a model.
+inline void safetensors(const std::uint8_t* bytes, std::size_t size)
+{
+    static net_t net(5);
+    const std::string path = as_file("safetensors", bytes, size);
+    expect_parse_or_error([&] {
+        const io::safetensors_file f(path);
+        for (const auto& entry : f.tensors()) {  // (clang 14 captures no structured bindings)
+            const std::string& name = entry.first;
+            const io::safetensor& t = entry.second;
+            std::vector<f32> floats(t.numel());
+            std::vector<i32> ints(t.numel());
+            expect_parse_or_error([&] { f.read(name, floats.data(), std::span<const std::size_t>(t.shape)); });
+            expect_parse_or_error([&] { f.read(name, ints.data(), std::span<const std::size_t>(t.shape)); });
+        }
+    });
+    expect_parse_or_error([&] { (void)io::load_safetensors(net, path, false); });
+}
+
+inline void npy(const std::uint8_t* bytes, std::size_t size)
+{
+    const std::string path = as_file("npy", bytes, size);
+    expect_parse_or_error([&] { (void)io::read_npy(path); });
+    expect_parse_or_error([&] { (void)io::load_npy<f32>(path); });
+    expect_parse_or_error([&] { (void)io::load_npy<i32>(path); });
 }
 
 }  // namespace tenet::fuzz

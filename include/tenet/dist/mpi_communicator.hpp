@@ -189,7 +189,7 @@ public:
         detail::check_mpi(MPI_Iallgather(s.bytes.data() + bytes * ranks(), counted(bytes), MPI_BYTE, s.bytes.data(), counted(bytes),
                              MPI_BYTE, comm_, &request),
               "MPI_Iallgather");
-        wait(request, "all_gather");
+        complete(request, "all_gather");
         std::memcpy(out, s.bytes.data(), bytes * ranks());
     }
 
@@ -207,7 +207,7 @@ public:
             detail::check_mpi(MPI_Ibcast(s.bytes.data() + done, counted(std::min(piece, bytes - done)), MPI_BYTE, root, comm_,
                              &request),
                   "MPI_Ibcast");
-            wait(request, "broadcast");
+            complete(request, "broadcast");
         }
         std::memcpy(data, s.bytes.data(), bytes);
     }
@@ -235,7 +235,7 @@ private:
         detail::check_mpi(MPI_Ialltoall(in, counted(chunk), MPI_FLOAT, s.receive.data(), counted(chunk), MPI_FLOAT, comm_,
                                         &request),
                           "MPI_Ialltoall");
-        wait(request, what);
+        complete(request, what);
         float* sum = s.receive.data();
         for (std::size_t r = 1; r < ranks(); ++r) {
             const float* part = s.receive.data() + r * chunk;
@@ -250,7 +250,7 @@ private:
         detail::check_mpi(MPI_Iallgather(scratch_->receive.data(), counted(chunk), MPI_FLOAT, out, counted(chunk), MPI_FLOAT,
                                          comm_, &request),
                           "MPI_Iallgather");
-        wait(request, what);
+        complete(request, what);
     }
 
     static int counted(std::size_t n)
@@ -271,7 +271,7 @@ private:
     // Polls until the collective completes: spinning first (a step's
     // collectives usually complete within microseconds of each other), then
     // sleeping between polls so waiting ranks leave the cores to the others.
-    void wait(MPI_Request& request, const char* what)
+    void complete(MPI_Request& request, const char* what)
     {
         using clock = std::chrono::steady_clock;
         const auto deadline = clock::now() + options_.timeout;

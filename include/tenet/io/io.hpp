@@ -1,5 +1,7 @@
 // Reading and writing files safely: bounded reads, atomic writes, the
-// bounds-checked byte reader, the checkpoint container and its sections.
+// bounds-checked byte reader, the checkpoint container and its sections,
+// NumPy .npy files, safetensors files (and models as safetensors with
+// PyTorch's names and layouts).
 // (Each header also stands alone.)
 #pragma once
 
@@ -7,4 +9,8 @@
 #include "byte_reader.hpp"
 #include "checkpoint_file.hpp"
 #include "checkpoint_sections.hpp"
+#include "mapped_file.hpp"
+#include "model_safetensors.hpp"
+#include "npy.hpp"
 #include "read_file.hpp"
+#include "safetensors.hpp"

@@ -83,6 +83,20 @@ struct global_batches {
     }
 };
 
+// Steps [from, to) of a trainer: this rank's share of each global batch, or
+// the whole global batch for a trainer of the global batch's size.
+template <std::size_t World, class Trainer>
+void run_steps(global_batches<World>& batches, Trainer& t, std::size_t from, std::size_t to)
+{
+    for (std::size_t s = from; s < to; ++s) {
+        batches.fill(s);
+        if constexpr (Trainer::model_type::input_shape::extents[0] == per_rank)
+            t.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
+        else
+            t.step(batches.whole.x, batches.whole.labels, batches.whole.valid);
+    }
+}
+
 // The task's size: full global batches, then one whose first rank is full,
 // whose second has 3 real rows and whose others have none.
 template <std::size_t World>
@@ -251,15 +265,7 @@ TEST_CASE("data parallel: rank 0 writes the checkpoint; it resumes at this world
         const testing::task task = testing::make_task(6 * World * per_rank, features, classes, 10);
         global_batches<World> batches{task, {}, {}};
         const std::string path = shared_path("_resume.ckpt");
-        const auto steps = [&](auto& t, std::size_t from, std::size_t to) {
-            for (std::size_t s = from; s < to; ++s) {
-                batches.fill(s);
-                if constexpr (std::decay_t<decltype(t)>::model_type::input_shape::extents[0] == per_rank)
-                    t.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
-                else
-                    t.step(batches.whole.x, batches.whole.labels, batches.whole.valid);
-            }
-        };
+        const auto steps = [&](auto& t, std::size_t from, std::size_t to) { run_steps(batches, t, from, to); };
         model_t<bf16_mixed, per_rank> mine(12);
         train::trainer dp(mine, train::adamw{}, train::constant_lr{1e-2f}, {.communicator = &world()});
         steps(dp, 0, 3);
@@ -462,15 +468,7 @@ TEST_CASE("ZeRO-1: the shards gather into one checkpoint that resumes with or wi
         const testing::task task = testing::make_task(6 * World * per_rank, features, classes, 16);
         global_batches<World> batches{task, {}, {}};
         const std::string path = shared_path("_zero.ckpt");
-        const auto steps = [&](auto& t, std::size_t from, std::size_t to) {
-            for (std::size_t s = from; s < to; ++s) {
-                batches.fill(s);
-                if constexpr (std::decay_t<decltype(t)>::model_type::input_shape::extents[0] == per_rank)
-                    t.step(batches.mine.x, batches.mine.labels, batches.mine.valid);
-                else
-                    t.step(batches.whole.x, batches.whole.labels, batches.whole.valid);
-            }
-        };
+        const auto steps = [&](auto& t, std::size_t from, std::size_t to) { run_steps(batches, t, from, to); };
         const train::trainer_options zero{.communicator = &world(), .zero = true};
         model_t<bf16_mixed, per_rank> mine(17);
         train::trainer dp(mine, train::adamw{}, train::constant_lr{1e-2f}, zero);

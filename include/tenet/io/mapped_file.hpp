@@ -5,9 +5,7 @@
 
 #include "read_file.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -22,15 +20,10 @@ class mapped_file {
 public:
     explicit mapped_file(const std::string& path) : path_(path)
     {
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
-        struct closer {
-            int fd;
-            ~closer() { ::close(fd); }
-        } guard{fd};
-        size_ = static_cast<std::size_t>(file_size(fd, path));
+        const readable_file file(path);
+        size_ = static_cast<std::size_t>(file_size(file.fd, path));
         if (size_ == 0) return;  // (mmap refuses a length of 0)
-        void* at = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        void* at = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
         if (at == MAP_FAILED) throw io_error(path, std::string("cannot map: ") + std::strerror(errno));
         data_ = static_cast<const std::byte*>(at);
     }

@@ -28,16 +28,25 @@ inline std::uint64_t file_size(int fd, const std::string& path)
     return static_cast<std::uint64_t>(info.st_size);
 }
 
+// A file opened for reading, closed when it goes (io_error when it cannot
+// be opened).
+struct readable_file {
+    int fd;
+    explicit readable_file(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
+    {
+        if (fd < 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+    }
+    readable_file(const readable_file&) = delete;
+    readable_file& operator=(const readable_file&) = delete;
+    ~readable_file() { ::close(fd); }
+};
+
 // The file's bytes; format_error (before reading) when it holds more than
 // max_bytes, which `what` names ("a checkpoint of this model").
 inline std::vector<std::byte> read_file(const std::string& path, std::uint64_t max_bytes, const std::string& what)
 {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } guard{fd};
+    const readable_file file(path);
+    const int fd = file.fd;
     const std::uint64_t size = file_size(fd, path);
     if (size > max_bytes)
         throw format_error(path, "the file has " + std::to_string(size) + " bytes, more than the " +

@@ -2,6 +2,8 @@
 // platform-independent shuffle, the batch loader (each sample once per epoch,
 // padding, transforms, bf16 rounding, the device pipeline when there is a
 // GPU), and Fashion-MNIST itself when this machine has it.
+#include "scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 #include <tenet/data/data.hpp>
 
@@ -34,21 +36,10 @@ using bytes = std::vector<std::uint8_t>;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A fresh directory for this process's files, removed at exit.
-struct scratch_directory {
-    fs::path path;
-    scratch_directory()
-    {
-        std::string pattern = (fs::temp_directory_path() / "tenet-data-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-        path = pattern;
-    }
-    ~scratch_directory() { fs::remove_all(path); }
-};
 
 const fs::path& temp_dir()
 {
-    static const scratch_directory dir;
+    static const testing::scratch_dir dir("tenet-data");  // removed at exit
     return dir.path;
 }
 

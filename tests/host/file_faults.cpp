@@ -3,6 +3,7 @@
 // (checkpoint, sparse file, IDX raw and gzip'd), headers claiming huge sizes,
 // 1 TiB files, and saving past planted symlinks. Each must be rejected with a
 // tenet::error and change nothing -- never a crash, never bad_alloc.
+#include "scratch_dir.hpp"
 #include "tensor_testing.hpp"
 
 #include <tenet/data/idx.hpp>
@@ -39,16 +40,8 @@ using net_t = nn::model<spec, fp32, Shape<4, 6>, Host>;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-struct scratch {
-    fs::path dir;
-    scratch()
-    {
-        std::string pattern = (fs::temp_directory_path() / "tenet-file-faults-XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        dir = pattern;
-    }
-    ~scratch() { fs::remove_all(dir); }
-    std::string file(const std::string& name) const { return (dir / name).string(); }
+struct scratch : testing::scratch_dir {
+    scratch() : scratch_dir("tenet-file-faults") {}
 };
 
 bytes_t read_bytes(const std::string& path)
@@ -320,6 +313,6 @@ TEST_CASE("atomic_file: exclusive temporaries, planted links not followed, stale
     CHECK(fs::is_symlink(dest + ".tmp." + std::to_string(::getpid())));  // not a temporary of this scheme
     CHECK(fs::exists(target));
     std::size_t entries = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator(s.dir)) ++entries;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(s.path)) ++entries;
     CHECK(entries == 5);  // dest, victim, the planted link, live, unrelated: no temporary left
 }

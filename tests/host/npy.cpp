@@ -2,6 +2,8 @@
 // 2.4's output), round trips of every type save_npy takes, versions 2.0 and
 // 3.0, conversions, every malformed kind and every truncation rejected with
 // the destination unchanged.
+#include "scratch_dir.hpp"
+
 #include <doctest/doctest.h>
 #include <tenet/io/npy.hpp>
 
@@ -31,22 +33,7 @@ using shape_t = std::vector<std::size_t>;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A fresh directory for one test case, removed afterwards.
-struct scratch_dir {
-    fs::path path;
-    scratch_dir()
-    {
-        std::string pattern = (fs::temp_directory_path() / "tenet-npy-XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~scratch_dir()
-    {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using scratch_dir = testing::scratch_dir;
 
 bytes_t bytes_of(const std::string& text)
 {

@@ -217,9 +217,9 @@ public:
         std::size_t n;
         const void* data;
     };
-    explicit recording_communicator(bool host = true) : host_(host) {}
+    explicit recording_communicator(bool host = true, int size = 1) : host_(host), size_(size) {}
     int rank() const override { return 0; }
-    int size() const override { return 1; }
+    int size() const override { return size_; }
     bool host_memory() const override { return host_; }
     void allreduce_sum(float* data, std::size_t n, stream_ref) override { calls.push_back({"allreduce", n, data}); }
     void reduce_scatter_sum(const float* in, float* out, std::size_t n, stream_ref) override
@@ -239,6 +239,7 @@ public:
 
 private:
     bool host_;
+    int size_;
 };
 
 }  // namespace
@@ -357,17 +358,7 @@ TEST_CASE("trainer with zero: refused without a communicator, and for LAMB acros
     options.zero = true;
     CHECK_THROWS_AS(train::trainer(m, train::adamw{}, train::constant_lr{1e-2f}, options), tenet::error);
     // two ranks: LAMB's per-tensor norms would need whole tensors on each
-    class two_ranks final : public dist::communicator {
-    public:
-        int rank() const override { return 0; }
-        int size() const override { return 2; }
-        bool host_memory() const override { return true; }
-        void allreduce_sum(float*, std::size_t, stream_ref) override {}
-        void reduce_scatter_sum(const float*, float*, std::size_t, stream_ref) override {}
-        void all_gather(const void*, void*, std::size_t, stream_ref) override {}
-        void broadcast(void*, std::size_t, int, stream_ref) override {}
-        void wait(stream_ref) override {}
-    } comm;
+    recording_communicator comm(true, 2);
     options.communicator = &comm;
     CHECK_THROWS_AS(train::trainer(m, train::lamb{}, train::constant_lr{1e-2f}, options), tenet::error);
     CHECK_NOTHROW(train::trainer(m, train::sgd{}, train::constant_lr{1e-2f}, options));

@@ -11,16 +11,16 @@
 //     the buffer (the last layers', which the backward produces first);
 //   - share_buffers: BatchNorm's running statistics, rank 0's after each
 //     step (as PyTorch's DistributedDataParallel keeps them);
-//   - ZeRO stage 1 (trainer_options::zero): scatter_gradients sums the
-//     gradients into each rank's parameter_shard in place, sum_totals
-//     makes the shards' norm totals global, gather_shards puts every rank's
-//     shard of a buffer (the updated parameters, or optimizer state for a
-//     checkpoint) on every rank;
+//   - ZeRO stage 1 (trainer_options::zero): sharded_update sums the
+//     gradients into each rank's parameter_shard in place, steps the shard
+//     with the ranks' norm totals and gathers the parameters; gathered
+//     builds a checkpoint's contents with the optimizer's shards gathered;
 //   - total, save_on_rank0: metrics summed over ranks, checkpoints written by
 //     rank 0 and acknowledged.
 #pragma once
 
 #include "../dist/communicator.hpp"
+#include "../memory/buffer.hpp"
 #include "../memory/error.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
@@ -83,17 +83,40 @@ public:
         }
     }
 
-    // The gradients summed over ranks, at least in this rank's shard
-    // (parameter_shard::of): equal pieces reduce-scattered in place, the
-    // numel mod P left over (the last shard's tail) allreduced.
-    void scatter_gradients(f32* gradients, stream_ref s)
+    // This rank's parameter_shard under ZeRO-1.
+    static parameter_shard shard_of(const dist::communicator& comm)
     {
-        if (piece() > 0) comm_.reduce_scatter_sum(gradients, gradients + rank() * piece(), piece(), s);
-        if (rest() > 0) comm_.allreduce_sum(gradients + ranks() * piece(), rest(), s);
+        return parameter_shard::of(Model::flat_numel, static_cast<std::size_t>(comm.rank()),
+                                   static_cast<std::size_t>(comm.size()));
     }
 
-    // The shards' [sum of squares, inf/NaN] totals summed over ranks.
-    void sum_totals(f32* totals, stream_ref s) { comm_.allreduce_sum(totals, 2, s); }
+    // A ZeRO-1 update from `gradients` (summing `divisor` micro-batches): the
+    // gradients summed into this rank's shard, the shard stepped with the
+    // ranks' summed norm totals (optimizer::measure, step), the parameters
+    // gathered in place.
+    template <class Optimizer>
+    void sharded_update(Model& model, Optimizer& optimizer, f32* gradients, float divisor, stream_ref s)
+    {
+        scatter_gradients(gradients, s);
+        optimizer.measure(gradients, divisor, totals_.data());
+        comm_.allreduce_sum(totals_.data(), 2, s);
+        optimizer.step(gradients, divisor, totals_.data());
+        gather_shards(model.parameters() + optimizer.shard().begin, model.parameters(), s);
+    }
+
+    // A checkpoint's contents under ZeRO-1: contents(whole) builds them
+    // (see optimizer::append_sections), each optimizer buffer gathered into
+    // one scratch on every rank; only rank 0's hold the optimizer's sections.
+    template <class Contents>
+    auto gathered(Contents&& contents, stream_ref s)
+    {
+        buffer<f32, place> whole(Model::flat_numel, s);
+        return contents([&](const f32* shard) -> const f32* {
+            gather_shards(shard, whole.data(), s);
+            comm_.wait(s);
+            return comm_.rank() == 0 ? whole.data() : nullptr;
+        });
+    }
 
     // whole[0, numel) = every rank's shard, from `mine` (this rank's shard
     // of T, shard-long), on every rank. In place when mine is whole's shard.
@@ -129,6 +152,15 @@ public:
     }
 
 private:
+    // The gradients summed over ranks, at least in this rank's shard
+    // (parameter_shard::of): equal pieces reduce-scattered in place, the
+    // numel mod P left over (the last shard's tail) allreduced.
+    void scatter_gradients(f32* gradients, stream_ref s)
+    {
+        if (piece() > 0) comm_.reduce_scatter_sum(gradients, gradients + rank() * piece(), piece(), s);
+        if (rest() > 0) comm_.allreduce_sum(gradients + ranks() * piece(), rest(), s);
+    }
+
     std::size_t rank() const { return static_cast<std::size_t>(comm_.rank()); }
     std::size_t ranks() const { return static_cast<std::size_t>(comm_.size()); }
     std::size_t piece() const { return Model::flat_numel / ranks(); }  // every shard's first part
@@ -151,6 +183,7 @@ private:
     Tensor<f32, Shape<2>, place> shares_;  // real rows and their loss, summed over ranks
     scalar own_rows_;  // this rank's real rows
     scalar weight_;    // its share of the global batch (times the loss scale, for the backward)
+    Tensor<f32, Shape<2>, place> totals_;  // ZeRO-1: the shards' [sum of squares, inf/NaN]
 };
 
 }  // namespace tenet::train::detail

@@ -63,12 +63,9 @@
 //   same global norm. Metrics are the global batch's; save() is rank 0's;
 //   dropout masks come from each rank's model seed. Every rank must
 //   construct, step, evaluate, read metrics and save in the same order.
-//   With trainer_options::zero (ZeRO stage 1) each rank keeps the master
-//   weights and optimizer state of its parameter_shard alone -- 1/P of them:
-//   the gradients are reduce-scattered, each rank updates its shard, the
-//   parameters are all-gathered. The steps are plain data parallelism's (up
-//   to summation order); checkpoints gather the shards into the same file,
-//   which loads at any world size and with or without zero.
+//   trainer_options::zero (ZeRO-1): each rank keeps master weights and state
+//   for its parameter_shard alone; the steps are plain data parallelism's
+//   (up to summation order), checkpoints the same whole file.
 #pragma once
 
 #include "../index/index_range.hpp"
@@ -261,22 +258,16 @@ public:
     // step and the pruning masks (when masked), in one checksummed file
     // written atomically (the sections nn::model and train::optimizer save
     // on their own, in one file).
-    // Data parallel: rank 0 writes (every rank holds the same state; with
-    // zero every rank first takes part in gathering the shards), and save()
-    // returns on every rank once the file is in place, or throws on every
-    // rank when rank 0 could not write it.
+    // Data parallel: rank 0 writes (with zero, once every rank helped gather
+    // the shards); save() returns on every rank once the file is in place,
+    // or throws on every rank when rank 0 could not write it.
     void save(const std::string& path)
     {
         stream_scope on(stream_);
         const auto write = [&] { io::write_checkpoint_file(path, contents([](const master_type* data) { return data; })); };
         if (!parallel_) return write();
         if (!options_.zero) return parallel_->save_on_rank0(path, write, stream_);
-        buffer<master_type, place> whole(Model::flat_numel, stream_);
-        const auto gathered = contents([&](const master_type* shard) -> const master_type* {
-            parallel_->gather_shards(shard, whole.data(), stream_);
-            options_.communicator->wait(stream_);
-            return rank() == 0 ? whole.data() : nullptr;
-        });
+        const auto gathered = parallel_->gathered([&](auto whole) { return contents(whole); }, stream_);
         parallel_->save_on_rank0(path, [&] { io::write_checkpoint_file(path, gathered); }, stream_);
     }
 
@@ -361,8 +352,7 @@ private:
         if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
         if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
         if (o.zero && !o.communicator)
-            throw error("tenet: trainer: zero shards the optimizer state over the ranks of trainer_options::communicator, "
-                        "which is not set");
+            throw error("tenet: trainer: zero shards the optimizer state over the communicator's ranks: set one");
         if (o.communicator && !std::is_same_v<master_type, f32>)
             throw error(std::string("tenet: trainer: data-parallel training sums f32 gradients; this policy's are ") +
                         element_name<master_type>);
@@ -372,28 +362,17 @@ private:
         return o;
     }
 
-    // This rank's shard of the parameters (ZeRO-1), or all of them.
     static parameter_shard shard_of(const trainer_options& o)
     {
-        if (!o.zero) return parameter_shard::whole(Model::flat_numel);
-        return parameter_shard::of(Model::flat_numel, static_cast<std::size_t>(o.communicator->rank()),
-                                   static_cast<std::size_t>(o.communicator->size()));
+        return o.zero ? detail::data_parallel<Model>::shard_of(*o.communicator) : parameter_shard::whole(Model::flat_numel);
     }
 
     // The update from `gradients`, which sum `divisor` micro-batches: summed
-    // over ranks first (data parallel), or reduce-scattered, each rank
-    // updating its shard, the parameters gathered (ZeRO-1).
+    // over ranks first (data parallel), or sharded (ZeRO-1).
     void update(master_type* gradients, float divisor)
     {
         if constexpr (std::is_same_v<master_type, f32>) {  // (checked() allows no other with a communicator)
-            if (parallel_ && options_.zero) {
-                parallel_->scatter_gradients(gradients, stream_);
-                optimizer_.measure(gradients, divisor, totals_.data());
-                parallel_->sum_totals(totals_.data(), stream_);
-                optimizer_.step(gradients, divisor, totals_.data());
-                parallel_->gather_shards(model_.parameters() + optimizer_.shard().begin, model_.parameters(), stream_);
-                return;
-            }
+            if (parallel_ && options_.zero) return parallel_->sharded_update(model_, optimizer_, gradients, divisor, stream_);
             if (parallel_) parallel_->sum_gradients(gradients, stream_);
         }
         optimizer_.step(gradients, divisor);
@@ -575,8 +554,8 @@ private:
         return read(t);
     }
 
-    // The file's sections; `whole` gives the optimizer's whole buffers (see
-    // optimizer::append_sections). Only a rank that writes needs the model's.
+    // The file's sections (`whole`: see optimizer::append_sections); only
+    // rank 0, which writes, takes the model's.
     template <class Whole>
     io::checkpoint_contents contents(Whole&& whole)
     {
@@ -611,7 +590,6 @@ private:
     Tensor<f32, Shape<>, place> rows_;
     Tensor<f32, Shape<>, place> evaluated_loss_;  // evaluation_loss(): loss times rows, and rows
     Tensor<f32, Shape<>, place> evaluated_rows_;
-    Tensor<master_type, Shape<2>, place> totals_;  // ZeRO-1: the shards' norm totals
     std::size_t micro_ = 0;
     std::size_t losses_ = 0;
     bool graphs_on_ = false;

@@ -15,7 +15,9 @@
 //                 [--quantize ptq|qat|all] [--observer minmax|percentile|mse]
 //                 [--calibration-batches N] [--qat-epochs N]
 //                 [--prune unstructured|2:4|all] [--sparsities 0.5,0.8,0.9]
-//                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero]
+//                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]
+//                 [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N] [--al-steps N]
+//                 [--al-strategies random,entropy,margin,least_confidence]
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
@@ -44,10 +46,24 @@
 // weights and AdamW's state over the ranks (ZeRO stage 1) and prints the
 // optimizer-state bytes per rank against one process's.
 //
+// --active-learning compares ways of choosing which training images to label
+// (active_learning.hpp): from --al-initial (1000) labelled images, --al-rounds
+// (10) rounds of --al-batch (500) more, picked at random or by the trained
+// MLP's uncertainty (entropy, margin, least confidence) over the unlabelled
+// rest; the MLP is retrained from scratch for --al-steps (400) steps each
+// round. It prints the test accuracy against labels used for each strategy,
+// then one JSON object; --min-accuracy applies to each strategy's last round.
+//
+// Training batches reach the model as raw bytes and are normalised where it
+// runs (on the device, one fused kernel per batch: data::augment). --augment
+// also crops them at random from images padded by 2 pixels and flips them
+// left to right (torchvision's RandomCrop(28, padding=2) and
+// RandomHorizontalFlip), drawn by (seed, step, image).
+//
 // Prints a progress bar per epoch, a table (model, policy, test accuracy,
 // train time, samples/s, model bytes) and, as its last line, one JSON object
 // with the same figures. With --min-accuracy it exits 1 when any result falls below it.
-#include "training.hpp"
+#include "active_learning.hpp"
 
 #if TENET_EXAMPLE_MPI
 #include <tenet/dist/dist.hpp>
@@ -70,16 +86,25 @@ namespace {
               << "                     [--quantize ptq|qat|all] [--observer minmax|percentile|mse]\n"
               << "                     [--calibration-batches N] [--qat-epochs N]\n"
               << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
-              << "                     [--prune-scope global|layer] [--data-parallel] [--zero]\n";
+              << "                     [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]\n"
+              << "                     [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N]\n"
+              << "                     [--al-steps N] [--al-strategies random,entropy,margin,least_confidence]\n";
     std::exit(2);
+}
+
+std::vector<std::string> split_list(const std::string& text, const std::string& flag)
+{
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    if (out.empty()) usage(flag + " needs at least one value");
+    return out;
 }
 
 std::vector<double> parse_list(const std::string& text)
 {
     std::vector<double> out;
-    std::istringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
-    if (out.empty()) usage("--sparsities needs at least one value");
+    for (const std::string& item : split_list(text, "--sparsities")) out.push_back(std::stod(item));
     return out;
 }
 
@@ -117,6 +142,13 @@ options parse(int argc, char** argv)
         else if (arg == "--prune-scope") o.prune_scope = value();
         else if (arg == "--data-parallel") o.data_parallel = true;
         else if (arg == "--zero") o.data_parallel = o.zero = true;
+        else if (arg == "--augment") o.augment_pad = 2, o.augment_flip = true;
+        else if (arg == "--active-learning") o.active_learning = true;
+        else if (arg == "--al-initial") o.al_initial = std::stoul(value());
+        else if (arg == "--al-rounds") o.al_rounds = std::stoul(value());
+        else if (arg == "--al-batch") o.al_batch = std::stoul(value());
+        else if (arg == "--al-steps") o.al_steps = std::stoul(value());
+        else if (arg == "--al-strategies") o.al_strategies = split_list(value(), "--al-strategies");
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
@@ -143,7 +175,71 @@ options parse(int argc, char** argv)
 #endif
     for (const double s : o.sparsities)
         if (!(s >= 0.0 && s < 1.0)) usage("--sparsities must lie in [0, 1)");
+    if (o.active_learning) {
+        if (o.model != "mlp" || (o.policy != "fp32" && o.policy != "all"))
+            usage("--active-learning trains the fp32 MLP: --model mlp, --policy fp32");
+        if (!o.quantize.empty() || !o.prune.empty() || o.data_parallel || o.augment_flip)
+            usage("--active-learning trains the model alone: no --quantize, --prune, --data-parallel or --augment");
+        if (o.al_initial == 0 || o.al_batch == 0 || o.al_steps == 0)
+            usage("--al-initial, --al-batch and --al-steps must be at least 1");
+        for (const std::string& s : o.al_strategies)
+            if (s != "random" && s != "entropy" && s != "margin" && s != "least_confidence")
+                usage("--al-strategies are random, entropy, margin or least_confidence");
+    }
     return o;
+}
+
+// The active-learning curves: a table of test accuracy against labels used,
+// a column per strategy, then one JSON object. 1 when a strategy's last
+// round falls below --min-accuracy.
+int report_active_learning(const data::mnist_dataset& set, const options& o)
+{
+    if (set.train.count > example::pool_capacity)
+        usage("--active-learning scores at most " + std::to_string(example::pool_capacity) + " training images, not " +
+              std::to_string(set.train.count));
+    if (o.al_initial + o.al_rounds * o.al_batch > set.train.count)
+        usage("--al-initial + --al-rounds x --al-batch must not exceed the " + std::to_string(set.train.count) +
+              " training images");
+    std::vector<example::curve> curves;
+    std::string where = "host";
+#if TENET_EXAMPLE_DEVICE
+    if (!o.host && has_device()) {
+        where = "cuda";
+        curves = example::active_learning_on_device(set, o);
+    }
+#endif
+    if (where == "host") curves = example::active_learning_on_host(set, o);
+
+    std::printf("\ntest accuracy of the MLP (fp32, %zu steps per round) by labelled images\n%-8s", o.al_steps, "labels");
+    for (const auto& c : curves) std::printf(" %16s", c.strategy.c_str());
+    std::printf("\n");
+    for (std::size_t r = 0; r <= o.al_rounds; ++r) {
+        std::printf("%-8zu", curves.front().labels[r]);
+        for (const auto& c : curves) std::printf(" %16.4f", c.accuracy[r]);
+        std::printf("\n");
+    }
+    std::ostringstream json;
+    json << "{\"example\":\"fashion_mnist\",\"mode\":\"active_learning\",\"backend\":\"" << where
+         << "\",\"initial\":" << o.al_initial << ",\"rounds\":" << o.al_rounds << ",\"batch\":" << o.al_batch
+         << ",\"steps_per_round\":" << o.al_steps << ",\"pool\":" << set.train.count << ",\"strategies\":[";
+    bool ok = true;
+    for (std::size_t i = 0; i < curves.size(); ++i) {
+        const auto& c = curves[i];
+        json << (i ? "," : "") << "{\"strategy\":\"" << c.strategy << "\",\"seconds\":" << c.seconds
+             << ",\"labels\":[";
+        for (std::size_t r = 0; r < c.labels.size(); ++r) json << (r ? "," : "") << c.labels[r];
+        json << "],\"test_accuracy\":[";
+        for (std::size_t r = 0; r < c.accuracy.size(); ++r) json << (r ? "," : "") << c.accuracy[r];
+        json << "]}";
+        ok = ok && c.accuracy.back() >= o.min_accuracy;
+    }
+    json << "]}";
+    std::cout << json.str() << std::endl;
+    if (!ok) {
+        std::cerr << "fashion_mnist: a strategy's final test accuracy is below --min-accuracy " << o.min_accuracy << "\n";
+        return 1;
+    }
+    return 0;
 }
 
 }  // namespace
@@ -166,6 +262,7 @@ int main(int argc, char** argv)
     try {
         data::mnist_dataset set = data::load_mnist(o.data);
         if (o.train_samples) set.train = data::subset(set.train, o.train_samples);
+        if (o.active_learning) return report_active_learning(set, o);
         std::vector<result> results;
         std::string where = "host";
 #if TENET_EXAMPLE_DEVICE
@@ -181,7 +278,8 @@ int main(int argc, char** argv)
                     "samples/s", "model bytes", "nonzeros");
         std::ostringstream json;
         json << "{\"example\":\"fashion_mnist\",\"backend\":\"" << where << "\",\"world_size\":" << world_size
-             << ",\"zero\":" << (o.zero ? "true" : "false") << ",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
+             << ",\"zero\":" << (o.zero ? "true" : "false") << ",\"augment\":" << (o.augment_flip ? "true" : "false")
+             << ",\"train_samples\":" << set.train.count << ",\"batch\":" << example::batch << ",\"results\":[";
         bool ok = true;
         for (std::size_t i = 0; i < results.size(); ++i) {
             const result& r = results[i];

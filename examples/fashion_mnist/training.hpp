@@ -6,6 +6,8 @@
 // example: keeping them out of the .cu file halves its nvcc time.
 #pragma once
 
+#include "augmented_batches.hpp"
+
 #include <tenet/tenet.hpp>
 
 #include <algorithm>
@@ -61,7 +63,16 @@ struct options {
     std::string prune_scope = "global";
     bool data_parallel = false;
     bool zero = false;  // ZeRO stage 1 (with data_parallel)
+    unsigned augment_pad = 0;  // --augment: random crops from images padded by 2, and flips
+    bool augment_flip = false;
     dist::communicator* communicator = nullptr;  // data parallel: this rank's communicator
+    bool quiet = false;  // no progress bars
+    bool active_learning = false;  // see active_learning.hpp
+    std::size_t al_initial = 1000;
+    std::size_t al_rounds = 10;
+    std::size_t al_batch = 500;
+    std::size_t al_steps = 400;  // training steps per round
+    std::vector<std::string> al_strategies{"random", "entropy", "margin"};
 };
 
 // This rank's share of the loaders' batches (all of them without data parallelism).
@@ -71,11 +82,11 @@ inline data::shard shard_of(const options& o)
     return {static_cast<std::size_t>(o.communicator->rank()), static_cast<std::size_t>(o.communicator->size())};
 }
 
-// Progress goes to std::cout on rank 0; other ranks print nothing.
+// Progress goes to std::cout on rank 0; other ranks, and quiet runs, print nothing.
 inline std::ostream& progress_stream(const options& o)
 {
     static std::ostream discard(nullptr);
-    return o.communicator && o.communicator->rank() != 0 ? discard : std::cout;
+    return o.quiet || (o.communicator && o.communicator->rank() != 0) ? discard : std::cout;
 }
 
 // Each model's name in the results, its input shape (images for the CNN
@@ -198,8 +209,9 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
                            << state_bytes << " per rank on " << world << " ranks (ZeRO-1; 8 ranks: "
                            << optimizer_type::sharded_state_bytes(8) << ")\n";
     if (!o.eager) trainer.capture();
-    data::batch_loader<storage, batch, 784, Place> train_batches(set.train, data::normalize_pixels{}, trainer.stream(),
-                                                                 shard_of(o));
+    const raw_images train_images = raw_images_of(set.train);
+    augmented_batches<storage, batch, Place> train_batches(train_images, trainer.stream(), shard_of(o), o.augment_pad,
+                                                           o.augment_flip, o.seed);
     data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream(),
                                                                 shard_of(o));
     const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);

@@ -1,7 +1,7 @@
 // Convolutional layers on the device against the same models on the host:
 // every layer (strided, padded, dilated, grouped and depthwise convolutions,
 // 1x1, the fused conv+ReLU unit, both pools, global pooling, BatchNorm2d
-// with batch and running statistics, Flatten) and a CNN under fp32,
+// with batch and running statistics, Flatten, FlattenCHW) and a CNN under fp32,
 // bf16_mixed and fp16_mixed; then a CNN trained by a trainer whose steps are
 // captured as a CUDA Graph and replayed, against eager host steps; and
 // cuDNN's plan (f32 device convolutions) replayed by a CUDA Graph.
@@ -55,10 +55,10 @@ TEST_CASE("device convolutions equal the host's: stride, padding, dilation, grou
     testing::check_device_matches_host<net, fp16_mixed, image, out>(5e-3);
 }
 
-TEST_CASE("device pooling, BatchNorm2d and Flatten equal the host's")
+TEST_CASE("device pooling, BatchNorm2d and FlattenCHW equal the host's")
 {
     using net = after_conv<nn::MaxPool2d<3, 2, 1>, nn::BatchNorm2d<8>, nn::AvgPool2d<2, 1, 1>, nn::ReLU,
-                           nn::MaxPool2d<2>, nn::Flatten, nn::Linear<8 * 3 * 3, 5>>;
+                           nn::MaxPool2d<2>, nn::FlattenCHW, nn::Linear<8 * 3 * 3, 5>>;
     testing::check_device_matches_host<net, fp32, image, Shape<4, 5>>(1e-4);
     testing::check_device_matches_host<net, bf16_mixed, image, Shape<4, 5>>(3e-2);
     using global = after_conv<nn::BatchNorm2d<8, nn::batchnorm_options{.affine = false}>, nn::GlobalAvgPool2d,

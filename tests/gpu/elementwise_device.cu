@@ -1,10 +1,11 @@
 // The host test cases, run on the device: every operation against its
 // float64 reference and against the host's result; vector and scalar paths,
-// tails, broadcasting, views, multi-output, random numbers.
+// tails, broadcasting, views, multi-output, random numbers, augmentation.
 #include "device_testing.hpp"
 #include "op_cases.hpp"
 
 #include <tenet/autodiff/autodiff.hpp>
+#include <tenet/data/augment.hpp>
 #include <tenet/expr/random.hpp>
 
 using namespace tenet;
@@ -211,4 +212,21 @@ TEST_CASE("device: work on a user stream, ordered by the stream")
     copy(pinned, b);
     s.synchronize();
     CHECK(pinned(1000) == 1000000.0f);
+}
+
+TEST_CASE("device: augmenting raw bytes on the device is bit-identical to the host")
+{
+    using S = Shape<300, 28, 28, 1>;
+    std::vector<std::uint8_t> raw(S::numel);
+    std::mt19937_64 rng(29);
+    for (auto& p : raw) p = static_cast<std::uint8_t>(rng());
+    buffer<std::uint8_t, Device> raw_device(raw.size(), current_stream());
+    copy_bytes<Device, Host>(raw_device.data(), raw.data(), raw.size(), current_stream());
+    const data::augment_options<1> options{.pad = 2, .flip = true};
+    Tensor<bf16, S, Device> x;
+    testing::poison(x);
+    x = data::augment<28, 28, 1>(data::pixel_batch<S, Device>{raw_device.data()}, options, 3, 17);
+    Tensor<bf16, Shape<300, 784>, Host> x_host = data::augment<28, 28, 1>(
+        data::pixel_batch<Shape<300, 784>, Host>{raw.data()}, options, 3, 17);
+    CHECK(std::memcmp(to_host(x).data(), x_host.data(), sizeof(bf16) * S::numel) == 0);
 }

@@ -3,7 +3,8 @@
 // every op and precision, rows handled by a warp (short), a block (long) and a
 // block re-reading its row (too long to cache), vector and scalar chunks,
 // padding rows, out-of-range labels, determinism, and a CUDA Graph replay
-// with the loss scale read on the device.
+// with the loss scale read on the device. Also active learning's uncertainty
+// scores and top_k (CUB's radix sort) against the host's.
 #include "device_testing.hpp"
 
 #include <cmath>
@@ -359,4 +360,86 @@ TEST_CASE("device: a loss step replays from a CUDA Graph, the loss scale read on
     }
     TENET_CUDA_CHECK(cudaGraphExecDestroy(exec));
     TENET_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// ------------------------------------------------------------ active learning
+
+namespace {
+
+// Uncertainty scores on the device against the host's (which
+// tests/host/active_learning.cpp checks against long-double loops). Both take
+// x - max with the same f32 operations; they differ in exp, log1p and expm1
+// (a few ulps) and the order of the row's sums: relative tolerances.
+template <class T, class S>
+void compare_uncertainty(std::uint64_t seed, double spread)
+{
+    constexpr std::size_t n = row_length<S>;
+    using R = rows_of<S>;
+    Tensor<T, S, Host> x;
+    fill_normal(x, seed, 0, spread);
+    if constexpr (S::numel >= 4 * n && n >= 2) {  // a NaN row, -inf entries, a tie at the top
+        x.data()[n / 2] = convert<T>(NAN);
+        for (std::size_t j = 0; j < n; j += 2) x.data()[n + j] = convert<T>(-INFINITY);
+        x.data()[2 * n] = x.data()[2 * n + 1] = convert<T>(4 * spread);
+    }
+    const auto xd = to_device(x);
+    const misaligned<T, S> x_odd(x);  // the scalar-chunk kernel
+    mismatch_log log;
+    for (const uncertainty kind : {uncertainty::entropy, uncertainty::margin, uncertainty::least_confidence}) {
+        Tensor<f32, R, Host> host;
+        Tensor<f32, R, Device> device, odd;
+        testing::poison(device);
+        testing::poison(odd);
+        uncertainty_scores(host, x, kind);
+        uncertainty_scores(device, xd, kind);
+        uncertainty_scores(odd, x_odd.view(), kind);
+        const char* what[] = {"entropy", "margin", "least_confidence"};
+        expect_agree(log, what[static_cast<int>(kind)], device, host, sum_ulps(n) + 8, 0);
+        expect_agree(log, what[static_cast<int>(kind)], odd, host, sum_ulps(n) + 8, 0);
+    }
+    INFO(numeric_traits<T>::name, " rows of ", n);
+    CHECK_NO_MISMATCH(log);
+}
+
+// top_k on the device against the host: the same positions, ties, NaN and all.
+template <class T, std::size_t N>
+void compare_top_k(std::uint64_t seed)
+{
+    Tensor<T, Shape<N>, Host> scores;
+    std::mt19937_64 rng(seed);
+    const double values[] = {-2, -1, 0.5, 1, 3, NAN, INFINITY, -INFINITY, 0.0, -0.0};
+    for (std::size_t i = 0; i < N; ++i) scores.data()[i] = convert<T>(values[rng() % 10]);
+    const auto sd = to_device(scores);
+    for (const std::size_t count : {N, N / 2 + 1}) {
+        for (const std::size_t k : {std::size_t{1}, std::size_t{100}, count}) {
+            Tensor<i32, Shape<N>, Host> host, poisoned;
+            Tensor<i32, Shape<N>, Device> device;
+            std::memset(poisoned.data(), 0xA5, sizeof(i32) * N);
+            host = poisoned;
+            copy(device, poisoned);
+            top_k(host, scores, k, count);
+            top_k(device, sd, k, count);
+            const auto got = to_host(device);
+            INFO(numeric_traits<T>::name, " N ", N, ", k ", k, ", count ", count);
+            CHECK(std::memcmp(got.data(), host.data(), sizeof(i32) * N) == 0);
+        }
+    }
+    Tensor<i32, Shape<10>, Device> few;  // errors before anything runs
+    CHECK_THROWS_AS(top_k(few, sd, 11), tenet::error);
+}
+
+}  // namespace
+
+TEST_CASE("device: uncertainty scores agree with the host")
+{
+    compare_uncertainty<f32, Shape<300, 10>>(30, 2);    // a warp per row
+    compare_uncertainty<bf16, Shape<16, 4096>>(31, 8);  // a block per row, vector chunks of 8
+    compare_uncertainty<f32, Shape<2, 40000>>(32, 8);   // a block re-reading its row
+    compare_uncertainty<f64, Shape<64, 100>>(33, 2);
+}
+
+TEST_CASE("device: top_k agrees with the host, ties by lower position, NaN last")
+{
+    compare_top_k<f32, 5000>(40);
+    compare_top_k<f64, 5000>(41);
 }

@@ -100,6 +100,7 @@ TEST_CASE("Conv2d: output shapes computed at compile time, as PyTorch's")
     static_assert(std::is_same_v<nn::AvgPool2d<3, 2, 1>::output_shape<Shape<3, 7, 8, 5>>, Shape<3, 4, 4, 5>>);
     static_assert(std::is_same_v<nn::GlobalAvgPool2d::output_shape<Shape<3, 7, 8, 5>>, Shape<3, 5>>);
     static_assert(std::is_same_v<nn::Flatten::output_shape<Shape<3, 7, 8, 5>>, Shape<3, 280>>);
+    static_assert(std::is_same_v<nn::FlattenCHW::output_shape<Shape<3, 7, 8, 5>>, Shape<3, 280>>);
     static_assert(std::is_same_v<nn::BatchNorm2d<5>::output_shape<Shape<3, 7, 8, 5>>, Shape<3, 7, 8, 5>>);
 }
 
@@ -146,6 +147,23 @@ TEST_CASE("every convolutional layer's backward against central finite differenc
         check_layer_gradients<nn::BatchNorm2d<2, nn::batchnorm_options{.affine = false}>, Shape<3, 2, 3, 2>>(36);
     }
     SUBCASE("Flatten") { check_layer_gradients<nn::Flatten, Shape<2, 3, 4, 2>>(37); }
+    SUBCASE("FlattenCHW") { check_layer_gradients<nn::FlattenCHW, Shape<2, 3, 4, 2>>(38); }
+}
+
+TEST_CASE("FlattenCHW puts NHWC features in PyTorch's (c, h, w) order, inside a Sequential and last")
+{
+    using In = Shape<2, 3, 4, 5>;
+    Tensor<f32, In, Host> x;
+    x = random_normal<In>(5, 0);
+    nn::model<nn::FlattenCHW, fp32, In, Host> flat(1);
+    const auto& y = flat.forward(x);
+    for (std::size_t n = 0; n < 2; ++n)
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t w = 0; w < 4; ++w)
+                for (std::size_t c = 0; c < 5; ++c)
+                    CHECK(y.data()[n * 60 + (c * 3 + h) * 4 + w] == x.data()[((n * 3 + h) * 4 + w) * 5 + c]);
+    using net = nn::Sequential<nn::Conv2d<2, 3, 3, 1, 1>, nn::FlattenCHW, nn::Linear<48, 4>>;
+    check_gradients_f64<nn::model<net, f64_policy, Shape<2, 4, 4, 2>, Host>>(95);
 }
 
 namespace {

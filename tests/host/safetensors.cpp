@@ -4,9 +4,11 @@
 // corruptions) rejected as format_error with the destination untouched.
 // Models: PyTorch's names and layouts (convolution weights transposed
 // against a file built element by element here), dtype conversion on
-// loading, strict and non-strict loads.
+// loading, strict and non-strict loads, and a conv net saved by PyTorch
+// itself (tests/fixtures/pytorch) reproducing PyTorch's logits.
 #include <doctest/doctest.h>
 #include <tenet/io/model_safetensors.hpp>
+#include <tenet/io/npy.hpp>
 #include <tenet/io/safetensors.hpp>
 #include <tenet/nn/nn.hpp>
 
@@ -14,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -361,15 +364,21 @@ std::map<std::string, std::vector<double>> state_of(M& m)
 }
 
 // Moves the BatchNorm statistics off their initial 0 and 1.
-template <class M>
-void train_forward(M& m)
+template <class In, class M>
+void train_forward_input(M& m)
 {
-    Tensor<typename M::storage_type, Shape<2, 4, 4, 3>, Host> x;
+    Tensor<typename M::storage_type, In, Host> x;
     std::mt19937_64 rng(3);
     std::normal_distribution<double> normal(1.0, 2.0);
     for (std::size_t i = 0; i < x.numel; ++i) x.data()[i] = convert<typename M::storage_type>(normal(rng));
     m.train();
     static_cast<void>(m.forward(x));
+}
+
+template <class M>
+void train_forward(M& m)
+{
+    train_forward_input<Shape<2, 4, 4, 3>>(m);
 }
 
 }  // namespace
@@ -470,4 +479,80 @@ TEST_CASE("safetensors models: strict loads list every problem and change nothin
     CHECK(after.at("4.bias") == std::vector<double>(5, -1.0));
     CHECK(after.at("0.weight") == before.at("0.weight"));
     std::filesystem::remove(path);
+}
+
+namespace {
+
+// The net tests/fixtures/pytorch/make_cnn_fixture.py builds in PyTorch.
+using fixture_input = Shape<4, 6, 6, 3>;
+template <class Flatten = nn::FlattenCHW>
+using torch_cnn_model = nn::model<nn::Sequential<nn::Conv2d<3, 4, 3, 1, 1>, nn::BatchNorm2d<4>, nn::ReLU, nn::MaxPool2d<2>,
+                                                 Flatten, nn::Linear<36, 8>, nn::ReLU, nn::Linear<8, 5>>,
+                                  fp32, fixture_input, Host>;
+
+const std::string fixtures = std::string(TENET_TEST_FIXTURES) + "/pytorch/";
+
+template <class M>
+std::vector<f32> eval_logits(M& net, const std::vector<f32>& input)
+{
+    Tensor<f32, fixture_input, Host> x;
+    std::copy(input.begin(), input.end(), x.data());
+    net.eval();
+    const auto& y = net.forward(x);
+    return {y.data(), y.data() + y.numel};
+}
+
+double largest_relative_difference(const std::vector<f32>& got, const std::vector<f32>& want)
+{
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]) / (1.0 + std::abs(want[i])));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("safetensors models: a conv net saved by PyTorch gives PyTorch's logits (the PyTorch fixture)")
+{
+    const auto input = io::load_npy<f32>(fixtures + "input_nhwc.npy");
+    const auto logits = io::load_npy<f32>(fixtures + "logits.npy");
+    REQUIRE(input.shape == std::vector<std::size_t>{4, 6, 6, 3});
+    REQUIRE(logits.shape == std::vector<std::size_t>{4, 5});
+
+    torch_cnn_model<> net(5);
+    CHECK(largest_relative_difference(eval_logits(net, input.values), logits.values) > 0.05);  // not by chance
+    CHECK(io::load_safetensors(net, fixtures + "cnn.safetensors").complete());
+    const double worst = largest_relative_difference(eval_logits(net, input.values), logits.values);
+    MESSAGE("largest relative difference to PyTorch's logits: " << worst);
+    CHECK(worst < 1e-5);
+
+    // The same file loads into a net with Flatten (same names and shapes),
+    // whose Linear reads the features in (h, w, c) order: the logits are
+    // wrong, which is why FlattenCHW exists.
+    torch_cnn_model<nn::Flatten> hwc(5);
+    CHECK(io::load_safetensors(hwc, fixtures + "cnn.safetensors").complete());
+    CHECK(largest_relative_difference(eval_logits(hwc, input.values), logits.values) > 1e-2);
+
+    // The reverse direction: with TENET_TORCH_EXPORT=DIR, tenet's own net,
+    // an input and tenet's logits are left in DIR for
+    // tests/fixtures/pytorch/check_tenet_export.py to load into PyTorch.
+    torch_cnn_model<> own(23);
+    train_forward_input<fixture_input>(own);
+    std::vector<f32> x(fixture_input::numel);
+    std::mt19937_64 rng(29);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& v : x) v = normal(rng);
+    const std::vector<f32> own_logits = eval_logits(own, x);
+    const char* export_dir = std::getenv("TENET_TORCH_EXPORT");
+    const std::string folder = export_dir ? std::string(export_dir) : temp_file("export");
+    std::filesystem::create_directories(folder);
+    io::save_safetensors(own, folder + "/cnn.safetensors");
+    const std::vector<std::size_t> input_shape{4, 6, 6, 3}, logits_shape{4, 5};
+    io::save_npy(folder + "/input_nhwc.npy", x.data(), input_shape);
+    io::save_npy(folder + "/logits.npy", own_logits.data(), logits_shape);
+    torch_cnn_model<> reloaded(31);  // what tenet wrote, tenet reads back to the same logits
+    CHECK(io::load_safetensors(reloaded, folder + "/cnn.safetensors").complete());
+    CHECK(eval_logits(reloaded, x) == own_logits);
+    if (!export_dir) std::filesystem::remove_all(folder);
 }

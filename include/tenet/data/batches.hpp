@@ -15,42 +15,27 @@
 // Data parallelism: with shard{rank, count} each of count ranks takes its
 // part of every global batch of Batch * count rows (see shard).
 //
-// Device: two slots, each a pinned staging buffer and a device buffer. While
-// the caller works on batch k, the host has already filled batch k+1 into the
-// other slot's staging buffer and queued its copy on a private copy stream;
-// next() only makes the compute stream wait for that copy (an event), so the
-// copy overlaps the previous step's kernels. Before a slot is refilled, the
-// copy stream waits for an event recorded on the compute stream, so device
-// work queued before the refill still reads the old batch.
-// Host places: the batch is written straight into one of two host slots.
+// The order, sharding, padding and the Device prefetch (two slots, pinned
+// staging, a private copy stream) are batch_pipeline's; this loader only
+// writes pixels and labels into a slot.
 //
 // Lifetime: a batch from next() stays valid for work queued on the compute
 // stream (Host: done) before the following call to next(). The split must
 // outlive the loader.
 #pragma once
 
-#include "../memory/buffer.hpp"
-#include "../memory/cuda_check.hpp"
-#include "../memory/device.hpp"
 #include "../memory/stream.hpp"
 #include "../numeric/convert.hpp"
-#include "../profile/nvtx.hpp"
 #include "../tensor/tensor.hpp"
+#include "batch_pipeline.hpp"
 #include "fashion_mnist.hpp"
-#include "shuffle.hpp"
 
-#include <cuda_runtime_api.h>
-
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <numeric>
-#include <optional>
+#include <span>
 #include <string>
-#include <type_traits>
-#include <vector>
 
 namespace tenet::data {
 
@@ -63,60 +48,17 @@ struct normalize_pixels {
     f32 operator()(std::uint8_t p) const { return (static_cast<f32>(p) / 255.0f - mean) / std; }
 };
 
-// One rank's share of a data-parallel run: every global batch of
-// Batch * count rows, taken in the epoch's order (the same on every rank:
-// same seed, same epoch), is cut into count consecutive parts of Batch rows,
-// and the rank takes part `rank`. So every rank has the same number of
-// batches per epoch, the ranks' parts of one step are that step's global
-// batch in rank order, and each sample is in exactly one rank's batch once
-// per epoch; in the last, padded global batch a rank may have fewer real
-// rows than Batch, or none (valid 0 throughout).
-struct shard {
-    std::size_t rank = 0;
-    std::size_t count = 1;
-};
-
-namespace detail {
-
-class cuda_event {
-public:
-    cuda_event() { TENET_CUDA_CHECK(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming)); }
-    cuda_event(const cuda_event&) = delete;
-    cuda_event& operator=(const cuda_event&) = delete;
-    ~cuda_event() { cudaEventDestroy(handle_); }
-    cudaEvent_t get() const noexcept { return handle_; }
-
-private:
-    cudaEvent_t handle_ = nullptr;
-};
-
-// A Device loader's copy machinery: per slot, a pinned staging buffer, an
-// event after its copy, and an event after the compute work queued on it.
-struct copy_pipeline {
-    copy_pipeline(std::size_t bytes, stream_ref s)
-        : staging{buffer<std::byte, HostPinned>(bytes, s), buffer<std::byte, HostPinned>(bytes, s)}
-    {
-    }
-    stream copies;
-    std::array<buffer<std::byte, HostPinned>, 2> staging;
-    std::array<cuda_event, 2> copied, consumed;
-};
-
-constexpr std::size_t align_slot(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-}  // namespace detail
-
 template <class Storage, std::size_t Batch, std::size_t Features, class Place = Device>
 class batch_loader {
     static_assert(element<Storage>, "tenet: batch_loader<Storage, ...>: Storage is not a tenet element type");
     static_assert(memory_place<Place>, "tenet: batch_loader<..., Place>: Place is Host, HostPinned or Device");
     static_assert(Batch > 0 && Features > 0, "tenet: batch_loader: Batch and Features must be positive");
 
-    static constexpr bool on_device = std::is_same_v<Place, Device>;
-    // One slot: x, then labels, then valid, each 256-byte aligned.
+    using pipeline = batch_pipeline<Place>;
+    // One slot: x, then labels, then (the pipeline's) valid, each 256-byte aligned.
     static constexpr std::size_t labels_offset = detail::align_slot(Batch * Features * sizeof(Storage));
-    static constexpr std::size_t valid_offset = labels_offset + detail::align_slot(Batch * sizeof(std::int32_t));
-    static constexpr std::size_t slot_bytes = valid_offset + Batch * sizeof(std::int32_t);
+    static constexpr std::size_t payload_bytes = labels_offset + Batch * sizeof(std::int32_t);
+    static constexpr std::size_t valid_offset = pipeline::valid_offset(payload_bytes);
 
 public:
     using x_view = TensorView<Storage, contiguous_layout<Shape<Batch, Features>>, Place>;
@@ -126,28 +68,28 @@ public:
     // writes elements, so views cannot be re-pointed at the next slot.
     class batch {
     public:
-        x_view x() const noexcept { return x_view(reinterpret_cast<Storage*>(base_)); }
-        row_view labels() const noexcept { return row_view(reinterpret_cast<std::int32_t*>(base_ + labels_offset)); }
+        x_view x() const noexcept { return x_view(reinterpret_cast<Storage*>(slot_.base)); }
+        row_view labels() const noexcept
+        {
+            return row_view(reinterpret_cast<std::int32_t*>(slot_.base + labels_offset));
+        }
         row_view valid() const noexcept  // 1 for a sample, 0 for padding
         {
-            return row_view(reinterpret_cast<std::int32_t*>(base_ + valid_offset));
+            return row_view(reinterpret_cast<std::int32_t*>(slot_.base + valid_offset));
         }
-        std::size_t rows() const noexcept { return rows_; }  // samples; the rest is padding
+        std::size_t rows() const noexcept { return slot_.rows; }  // samples; the rest is padding
 
     private:
         friend batch_loader;
-        std::byte* base_ = nullptr;
-        std::size_t rows_ = 0;
+        typename pipeline::slot slot_;
     };
 
     explicit batch_loader(const mnist_split& split, const pixel_transform& transform = normalize_pixels{},
                           stream_ref compute = current_stream(), shard part = {})
-        : split_(checked(split)), part_(checked(part)), compute_(compute),
-          slots_{allocate_slot(compute), allocate_slot(compute)}
+        : split_(checked(split)), pipeline_(split.count, Batch, payload_bytes, compute, part, "batch_loader")
     {
         for (unsigned p = 0; p != table_.size(); ++p)
             table_[p] = convert<Storage>(transform(static_cast<std::uint8_t>(p)));
-        if constexpr (on_device) pipeline_.emplace(slot_bytes, compute);
     }
     // The loader keeps a reference: a temporary split would dangle.
     batch_loader(mnist_split&&, const pixel_transform& = normalize_pixels{}, stream_ref = current_stream(),
@@ -155,61 +97,20 @@ public:
     batch_loader(const batch_loader&) = delete;
     batch_loader& operator=(const batch_loader&) = delete;
 
-    // Copies may still be in flight: their staging buffers must outlive them,
-    // and the device buffers are freed in compute-stream order after them.
-    ~batch_loader()
-    {
-        if (!pipeline_) return;
-        for (std::size_t s = 0; s != 2; ++s) {
-            cudaEventSynchronize(pipeline_->copied[s].get());
-            cudaStreamWaitEvent(compute_.get(), pipeline_->copied[s].get(), 0);
-        }
-    }
-
     // The same on every rank of a shard: global batches of Batch * count rows.
-    std::size_t batches_per_epoch() const noexcept
-    {
-        const std::size_t global = Batch * part_.count;
-        return (split_.count + global - 1) / global;
-    }
+    std::size_t batches_per_epoch() const noexcept { return pipeline_.batches_per_epoch(); }
 
-    const shard& part() const noexcept { return part_; }
+    const shard& part() const noexcept { return pipeline_.part(); }
 
     // The epoch's order: permutation(count, seed, epoch), or the split's own
     // order without shuffling. Device: the first batch's copy starts here.
     void start_epoch(std::uint64_t seed, std::uint64_t epoch, bool shuffle = true)
     {
-        if (shuffle) {
-            order_ = permutation(split_.count, seed, epoch);
-        } else {
-            order_.resize(split_.count);
-            std::iota(order_.begin(), order_.end(), std::uint32_t{0});
-        }
-        handed_ = 0;
-        started_ = true;
-        if constexpr (on_device)
-            if (batches_per_epoch() > 0) stage(0, slot_);
+        pipeline_.start_epoch(seed, epoch, shuffle, filler());
     }
 
     // The epoch's next batch; false (and `out` untouched) after the last.
-    bool next(batch& out)
-    {
-        if (!started_) throw error("tenet: batch_loader::next called before start_epoch");
-        if (handed_ == batches_per_epoch()) return false;
-        const std::size_t s = slot_;
-        if constexpr (on_device) {
-            TENET_CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), pipeline_->copied[s].get(), 0));
-            if (handed_ + 1 < batches_per_epoch()) stage(handed_ + 1, 1 - s);
-        } else {
-            profile::scoped_range range("data");
-            fill(slots_[s].data(), handed_);
-        }
-        out.base_ = slots_[s].data();
-        out.rows_ = rows_of(handed_);
-        ++handed_;
-        slot_ = 1 - s;
-        return true;
-    }
+    bool next(batch& out) { return pipeline_.next(out.slot_, filler()); }
 
 private:
     static const mnist_split& checked(const mnist_split& split)
@@ -222,72 +123,23 @@ private:
         return split;
     }
 
-    static shard checked(shard part)
+    // The samples' pixels and labels into a slot's rows (the pipeline pads).
+    auto filler() const
     {
-        if (part.count == 0 || part.rank >= part.count)
-            throw error("tenet: batch_loader: shard rank " + std::to_string(part.rank) + " of " +
-                        std::to_string(part.count) + " ranks (a rank must be below the count, the count at least 1)");
-        return part;
-    }
-
-    // Batch b's first position in the epoch's order, and its real rows.
-    std::size_t first_of(std::size_t b) const noexcept { return (b * part_.count + part_.rank) * Batch; }
-    std::size_t rows_of(std::size_t b) const noexcept
-    {
-        const std::size_t first = first_of(b);
-        return first < split_.count ? std::min(Batch, split_.count - first) : 0;
-    }
-
-    static buffer<std::byte, Place> allocate_slot(stream_ref s)
-    {
-        if constexpr (on_device) require_device();  // a clear error before any CUDA call fails
-        return buffer<std::byte, Place>(slot_bytes, s);
-    }
-
-    // Batch b of the epoch's order into a slot's host memory.
-    void fill(std::byte* base, std::size_t b) const
-    {
-        auto* x = reinterpret_cast<Storage*>(base);
-        auto* labels = reinterpret_cast<std::int32_t*>(base + labels_offset);
-        auto* valid = reinterpret_cast<std::int32_t*>(base + valid_offset);
-        const std::size_t rows = rows_of(b), first = first_of(b);
-        for (std::size_t r = 0; r != rows; ++r) {
-            const std::size_t sample = order_[first + r];
-            const std::uint8_t* pixels = split_.images.data() + sample * Features;
-            for (std::size_t f = 0; f != Features; ++f) x[r * Features + f] = table_[pixels[f]];
-            labels[r] = split_.labels[sample];
-            valid[r] = 1;
-        }
-        std::fill(x + rows * Features, x + Batch * Features, convert<Storage>(0.0f));
-        std::fill(labels + rows, labels + Batch, 0);
-        std::fill(valid + rows, valid + Batch, 0);
-    }
-
-    // Device: batch b into slot s, once the compute work queued so far (which
-    // may read the slot's previous batch) is done.
-    void stage(std::size_t b, std::size_t s)
-    {
-        profile::scoped_range range("data transfer");
-        auto& p = *pipeline_;
-        TENET_CUDA_CHECK(cudaEventRecord(p.consumed[s].get(), compute_.get()));
-        TENET_CUDA_CHECK(cudaEventSynchronize(p.copied[s].get()));  // the staging buffer's last copy has left
-        fill(p.staging[s].data(), b);
-        TENET_CUDA_CHECK(cudaStreamWaitEvent(p.copies.get(), p.consumed[s].get(), 0));
-        TENET_CUDA_CHECK(cudaMemcpyAsync(slots_[s].data(), p.staging[s].data(), slot_bytes, cudaMemcpyHostToDevice,
-                                         p.copies.get()));
-        TENET_CUDA_CHECK(cudaEventRecord(p.copied[s].get(), p.copies.get()));
+        return [this](std::byte* base, std::span<const std::uint32_t> samples) {
+            auto* x = reinterpret_cast<Storage*>(base);
+            auto* labels = reinterpret_cast<std::int32_t*>(base + labels_offset);
+            for (std::size_t r = 0; r != samples.size(); ++r) {
+                const std::uint8_t* pixels = split_.images.data() + std::size_t{samples[r]} * Features;
+                for (std::size_t f = 0; f != Features; ++f) x[r * Features + f] = table_[pixels[f]];
+                labels[r] = split_.labels[samples[r]];
+            }
+        };
     }
 
     const mnist_split& split_;
-    shard part_;
-    stream_ref compute_;
-    std::array<buffer<std::byte, Place>, 2> slots_;  // what the views show
-    std::optional<detail::copy_pipeline> pipeline_;  // Device only
+    pipeline pipeline_;
     std::array<Storage, 256> table_{};
-    std::vector<std::uint32_t> order_;
-    std::size_t handed_ = 0;  // batches handed out this epoch
-    std::size_t slot_ = 0;    // the slot the next batch comes from
-    bool started_ = false;
 };
 
 }  // namespace tenet::data

@@ -60,3 +60,8 @@ struct iota_generator {
 };
 
 }  // namespace tenet::detail::expr
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::generator_expr;
+}  // namespace tenet::internal

@@ -152,3 +152,9 @@ auto iota(V start = 0, V step = 1)
 }
 
 }  // namespace tenet
+
+// For the folders above this one (see docs/ARCHITECTURE.md, "Namespaces").
+namespace tenet::internal {
+using detail::expr::philox_block;
+using detail::expr::philox4x32_10;
+}  // namespace tenet::internal

@@ -50,12 +50,14 @@ void host_scatter_add_rows(G* dst, const i32* indices, const S* src, std::size_t
 #if TENET_CUDA_COMPILER
 
 // (A template, as every kernel in a header: one definition however many
-// translation units include it.)
+// translation units include it.) Both kernels are grid-strided: grid_for
+// launches at most one wave of resident blocks.
 template <class Index>
 __global__ void __launch_bounds__(tenet::block_threads) scatter_positions_kernel(Index* positions, std::uint32_t count)
 {
-    const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < count) positions[j] = static_cast<Index>(j);
+    const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+    for (std::uint64_t j = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < count; j += stride)
+        positions[j] = static_cast<Index>(j);
 }
 
 // Thread (i, c): if sorted entry i starts a group of equal indices, it adds
@@ -67,16 +69,18 @@ __global__ void __launch_bounds__(tenet::block_threads)
     scatter_groups_kernel(G* dst, const i32* keys, const i32* positions, const S* src, std::uint32_t count,
                           std::uint32_t width, std::uint32_t rows)
 {
-    const std::uint64_t t = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-    if (t >= std::uint64_t{count} * width) return;
-    const std::uint32_t i = static_cast<std::uint32_t>(t / width), c = static_cast<std::uint32_t>(t % width);
-    const i32 key = keys[i];
-    if ((i > 0 && keys[i - 1] == key) || key < 0 || static_cast<std::uint32_t>(key) >= rows) return;
-    G* out = dst + static_cast<std::uint64_t>(key) * width + c;
-    f32 acc = convert<f32>(*out);
-    for (std::uint32_t k = i; k < count && keys[k] == key; ++k)
-        acc = acc + convert<f32>(src[static_cast<std::uint64_t>(positions[k]) * width + c]);
-    *out = convert<G>(acc);
+    const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+    for (std::uint64_t t = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; t < std::uint64_t{count} * width;
+         t += stride) {
+        const std::uint32_t i = static_cast<std::uint32_t>(t / width), c = static_cast<std::uint32_t>(t % width);
+        const i32 key = keys[i];
+        if ((i > 0 && keys[i - 1] == key) || key < 0 || static_cast<std::uint32_t>(key) >= rows) continue;
+        G* out = dst + static_cast<std::uint64_t>(key) * width + c;
+        f32 acc = convert<f32>(*out);
+        for (std::uint32_t k = i; k < count && keys[k] == key; ++k)
+            acc = acc + convert<f32>(src[static_cast<std::uint64_t>(positions[k]) * width + c]);
+        *out = convert<G>(acc);
+    }
 }
 
 // checked: the indices are known to lie in [0, Extent), so the sort needs

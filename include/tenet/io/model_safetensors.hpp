@@ -7,7 +7,10 @@
 // - Names are tenet's, which are PyTorch's ("0.weight", "2.running_mean").
 //   Linear weights are [out, in] in both. Convolution weights -- tenet's only
 //   rank-4 parameters -- are [out, kh, kw, in/groups] in tenet and
-//   [out, in/groups, kh, kw] in PyTorch: transposed on the way. BatchNorm's
+//   [out, in/groups, kh, kw] in PyTorch: transposed on the way. A Linear
+//   after a conv net's flatten reads PyTorch's (c, h, w) feature order only
+//   behind nn::FlattenCHW (nn::Flatten keeps tenet's (h, w, c): the same
+//   names and shapes load, and the logits are wrong). BatchNorm's
 //   running statistics are buffers in both; PyTorch's num_batches_tracked
 //   (i64) is written as the model's training-forward count and ignored on
 //   loading (tenet's momentum never reads it).

@@ -27,9 +27,9 @@ namespace detail::rowwise {
 // Names used in diagnostics: the ops and their operands.
 enum class name {
     softmax, log_softmax, softmax_backward, log_softmax_backward, layernorm_forward, layernorm_backward,
-    cross_entropy_forward, cross_entropy_backward, mse_forward, mse_backward,
+    cross_entropy_forward, cross_entropy_backward, mse_forward, mse_backward, uncertainty_scores,
     x, y, dx, dy, mean, rstd, gamma, beta, dgamma, dbeta, loss, probs, logits, dlogits, labels, valid, scale,
-    pred, target, dpred
+    pred, target, dpred, scores
 };
 
 template <name N>
@@ -45,6 +45,7 @@ constexpr auto text_of()
     else if constexpr (N == name::cross_entropy_backward) return fixed_string("cross_entropy_backward");
     else if constexpr (N == name::mse_forward) return fixed_string("mse_forward");
     else if constexpr (N == name::mse_backward) return fixed_string("mse_backward");
+    else if constexpr (N == name::uncertainty_scores) return fixed_string("uncertainty_scores");
     else if constexpr (N == name::x) return fixed_string("x");
     else if constexpr (N == name::y) return fixed_string("y");
     else if constexpr (N == name::dx) return fixed_string("dx");
@@ -65,6 +66,7 @@ constexpr auto text_of()
     else if constexpr (N == name::pred) return fixed_string("pred");
     else if constexpr (N == name::target) return fixed_string("target");
     else if constexpr (N == name::dpred) return fixed_string("dpred");
+    else if constexpr (N == name::scores) return fixed_string("scores");
 }
 
 template <name Op, name Operand, class Want, class Got>

@@ -416,6 +416,61 @@ TEST_CASE("safetensors models: PyTorch's names and layouts, and a bit-exact roun
     std::filesystem::remove(path);
 }
 
+namespace {
+
+// Every kind of layer with parameters or buffers: convolutions (with and
+// without bias, grouped), BatchNorm2d, Linear; PatchEmbed, positional and
+// token embeddings, attention and the feed-forward inside an encoder layer,
+// LayerNorm.
+using every_conv = nn::Sequential<nn::Conv2d<2, 4, 3, 1, 1>, nn::BatchNorm2d<4>, nn::ReLU, nn::Conv2dNoBias<4, 4, 3, 1, 1, 1, 2>,
+                                  nn::FlattenCHW, nn::Linear<64, 3>>;
+using every_vit = nn::Sequential<nn::PatchEmbed<2, 1, 8>, nn::PositionalEmbedding<4, 8>, nn::TransformerEncoderLayer<8, 2, 16>,
+                                 nn::MeanPool<1>, nn::LayerNorm<8>, nn::Linear<8, 3>>;
+using every_token = nn::Sequential<nn::Embedding<11, 8>, nn::PositionalEmbedding<5, 8>,
+                                   nn::TransformerEncoderLayer<8, 2, 16, true>, nn::LastToken, nn::Linear<8, 11>>;
+
+// Saved under policy P, every name holds PyTorch's shape (rank 4:
+// transposed), and a model of other weights loads back every bit.
+template <class Spec, class P, class In>
+void check_round_trip(const std::string& file)
+{
+    using M = nn::model<Spec, P, In, Host>;
+    M net(7);
+    const std::string path = temp_file(file);
+    io::save_safetensors(net, path);
+    const io::safetensors_file f(path);
+    std::size_t names = 0;
+    net.for_each_parameter([&](const std::string& name, auto value, auto) {
+        ++names;
+        CHECK(f.at(name).shape == io::detail::torch_shape(io::detail::dims_of(value)));
+    });
+    net.for_each_buffer([&](const std::string&, auto) { ++names; });
+    CHECK(f.tensors().size() >= names);
+    M loaded(99);
+    const auto state = state_of(net);
+    CHECK(state_of(loaded) != state);
+    CHECK(io::load_safetensors(loaded, path).complete());
+    CHECK(state_of(loaded) == state);
+    std::filesystem::remove(path);
+}
+
+template <class P>
+void check_every_layer_kind(const std::string& policy)
+{
+    check_round_trip<every_conv, P, Shape<2, 4, 4, 2>>(policy + "_conv.safetensors");
+    check_round_trip<every_vit, P, Shape<2, 4, 4, 1>>(policy + "_vit.safetensors");
+    check_round_trip<every_token, P, Shape<2, 5>>(policy + "_token.safetensors");
+}
+
+}  // namespace
+
+TEST_CASE("safetensors models: every layer kind round trips bit for bit under every policy")
+{
+    check_every_layer_kind<fp32>("fp32");
+    check_every_layer_kind<bf16_mixed>("bf16");
+    check_every_layer_kind<fp16_mixed>("fp16");
+}
+
 TEST_CASE("safetensors models: a file written element by element in PyTorch's layout loads into tenet's")
 {
     cnn_model<fp32> net(1);

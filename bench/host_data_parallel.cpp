@@ -15,6 +15,8 @@
 //    and the same step with ZeRO-1 (optimizer state sharded over the ranks),
 //    with its optimizer-state bytes per rank.
 // Rank 0 prints; the last line is JSON.
+#include "support/host_machine.hpp"
+
 #include <tenet/dist/dist.hpp>
 #include <tenet/tenet.hpp>
 
@@ -37,18 +39,6 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::size_t batch = 256;
 using mlp = nn::Sequential<nn::Linear<784, 256>, nn::ReLU, nn::Linear<256, 128>, nn::ReLU, nn::Linear<128, 10>>;
 using model_t = nn::model<mlp, fp32, Shape<batch, 784>, Host>;
-
-// The widest vector ISA this build targets (-march=native: the machine's).
-constexpr const char* vector_isa()
-{
-#if defined(__AVX512F__)
-    return "AVX-512";
-#elif defined(__AVX2__)
-    return "AVX2";
-#else
-    return "baseline x86-64";
-#endif
-}
 
 double seconds_since(clock_type::time_point start)
 {
@@ -134,7 +124,7 @@ int main(int argc, char** argv)
     const int threads = omp_get_max_threads();
     if (rank == 0)
         std::printf("== host data parallel: %d ranks x %d OpenMP threads, %d cores (%s)\n", ranks, threads,
-                    omp_get_num_procs(), vector_isa());
+                    omp_get_num_procs(), bench::vector_isa());
 
     allreduce_table(world);
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds and runs tenet's benchmarks; prints side-by-side tables: host
 # conversions, the host elementwise chain (tenet, Eigen), its Python peers
-# (NumPy, jax.jit on CPU, in a venv), the device elementwise chain (tenet,
-# cub, cudaMemcpy), host convolution (tenet vs oneDNN), host matmul (tenet
-# vs Eigen) and the device matmul epilogues (fused vs GEMM + kernels),
+# (NumPy, jax.jit on CPU, in a venv), host row ops (tenet vs PyTorch on the
+# CPU), the device elementwise chain (tenet, cub, cudaMemcpy), host
+# convolution (tenet vs oneDNN), host matmul (tenet vs Eigen) and the device
+# matmul epilogues (fused vs GEMM + kernels),
 # training epochs on the host (the MLP and the CNN; tenet vs PyTorch and JAX
 # on the CPU), a training step on the device (eager vs CUDA Graph, vs
 # PyTorch AMP), device attention (vs PyTorch's scaled_dot_product_attention) and
@@ -35,6 +36,17 @@ if ! "$venv/bin/python" -c "import numpy, jax" 2>/dev/null &&
     echo "skipped: pip could not install numpy and jax into $venv (no network?)"
 else
     "$venv/bin/python" "$TENET_ROOT/bench/peers/elementwise.py" --probes "$dir/host_elementwise.log"
+fi
+
+# Row ops on the host against PyTorch eager on the CPU (the venv's torch, when
+# it is there; the training-epoch section below installs it).
+echo "== host row ops: softmax, layernorm, cross-entropy, row sum, f32, 2^24 elements ($(nproc) cores)"
+"$dir/bench/bench_host_row_ops" | tee "$dir/host_row_ops.jsonl"
+if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/row_ops_torch_cpu.py" | tee -a "$dir/host_row_ops.jsonl"
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/row_ops_torch_cpu.py" --compare "$dir/host_row_ops.jsonl"
+else
+    echo "skipped: PyTorch CPU peer (torch is not installed in $venv)"
 fi
 
 echo "== device elementwise: 30-op chain, 2^16 .. 2^28 elements"

@@ -17,6 +17,7 @@
 // post-op of the forward primitive.
 #pragma once
 
+#include "../linalg/onednn_handle.hpp"
 #include "../memory/error.hpp"
 #include "conv2d_problem.hpp"
 
@@ -49,21 +50,8 @@ private:
 
 namespace detail {
 
-template <class H, dnnl_status_t (*Destroy)(H)>
-struct dnnl_destroy {
-    void operator()(H h) const noexcept { Destroy(h); }
-};
-// A oneDNN handle that destroys what it holds.
-template <class H, dnnl_status_t (*Destroy)(H)>
-using dnnl_handle = std::unique_ptr<std::remove_pointer_t<H>, dnnl_destroy<H, Destroy>>;
-
-using dnnl_engine_handle = dnnl_handle<dnnl_engine_t, dnnl_engine_destroy>;
-using dnnl_stream_handle = dnnl_handle<dnnl_stream_t, dnnl_stream_destroy>;
-using dnnl_pd_handle = dnnl_handle<dnnl_primitive_desc_t, dnnl_primitive_desc_destroy>;
-using dnnl_primitive_handle = dnnl_handle<dnnl_primitive_t, dnnl_primitive_destroy>;
-using dnnl_memory_handle = dnnl_handle<dnnl_memory_t, dnnl_memory_destroy>;
-using dnnl_attr_handle = dnnl_handle<dnnl_primitive_attr_t, dnnl_primitive_attr_destroy>;
-using dnnl_post_ops_handle = dnnl_handle<dnnl_post_ops_t, dnnl_post_ops_destroy>;
+using internal::dnnl_attr_handle, internal::dnnl_engine_handle, internal::dnnl_memory_handle, internal::dnnl_pd_handle,
+    internal::dnnl_post_ops_handle, internal::dnnl_primitive_handle, internal::dnnl_stream_handle;
 
 }  // namespace detail
 

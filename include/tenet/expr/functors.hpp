@@ -122,8 +122,9 @@ struct extremum {
             }
         }
 #endif
+        // A NaN x is never passed over (the comparison is false): only y needs a check.
         const R chosen = Greatest ? (y > x ? y : x) : (y < x ? y : x);
-        return detail::is_nan(x) ? x : (detail::is_nan(y) ? y : chosen);
+        return detail::is_nan(y) ? y : chosen;
     }
 };
 using minimum = extremum<false>;

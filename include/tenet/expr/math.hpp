@@ -1,6 +1,7 @@
 // Math functions callable from host and device code with one spelling: on
-// the device they are CUDA's, on the host the C library's. Each takes float
-// or double.
+// the device they are CUDA's, on the host the C library's -- except f32 exp
+// and tanh, which the host computes inline (polynomial_math.hpp). Each takes
+// float or double.
 //
 // On x86-64 glibc with g++, host calls go through declarations of the same
 // libm symbols that also announce glibc's SIMD versions (libmvec), and say
@@ -10,6 +11,7 @@
 #pragma once
 
 #include "../config.hpp"
+#include "polynomial_math.hpp"
 
 #include <math.h>
 
@@ -28,7 +30,6 @@ namespace detail {
 #if TENET_HOST_VECTOR_MATH
 namespace vector_libm {
 #define TENET_LIBMVEC __attribute__((simd("notinbranch"), const, nothrow))
-float expf(float) __asm__("expf") TENET_LIBMVEC;
 float exp2f(float) __asm__("exp2f") TENET_LIBMVEC;
 float expm1f(float) __asm__("expm1f") TENET_LIBMVEC;
 float logf(float) __asm__("logf") TENET_LIBMVEC;
@@ -36,7 +37,6 @@ float log2f(float) __asm__("log2f") TENET_LIBMVEC;
 float log1pf(float) __asm__("log1pf") TENET_LIBMVEC;
 float sinf(float) __asm__("sinf") TENET_LIBMVEC;
 float cosf(float) __asm__("cosf") TENET_LIBMVEC;
-float tanhf(float) __asm__("tanhf") TENET_LIBMVEC;
 float erff(float) __asm__("erff") TENET_LIBMVEC;
 float powf(float, float) __asm__("powf") TENET_LIBMVEC;
 double exp(double) __asm__("exp") TENET_LIBMVEC;
@@ -65,7 +65,6 @@ inline constexpr bool is_single = std::is_same_v<T, float>;
 
 }  // namespace detail
 
-template <class T> TENET_HD T exp(T x) { if constexpr (detail::is_single<T>) return detail::impl::expf(x); else return detail::impl::exp(x); }
 template <class T> TENET_HD T exp2(T x) { if constexpr (detail::is_single<T>) return detail::impl::exp2f(x); else return detail::impl::exp2(x); }
 template <class T> TENET_HD T expm1(T x) { if constexpr (detail::is_single<T>) return detail::impl::expm1f(x); else return detail::impl::expm1(x); }
 template <class T> TENET_HD T log(T x) { if constexpr (detail::is_single<T>) return detail::impl::logf(x); else return detail::impl::log(x); }
@@ -73,9 +72,31 @@ template <class T> TENET_HD T log2(T x) { if constexpr (detail::is_single<T>) re
 template <class T> TENET_HD T log1p(T x) { if constexpr (detail::is_single<T>) return detail::impl::log1pf(x); else return detail::impl::log1p(x); }
 template <class T> TENET_HD T sin(T x) { if constexpr (detail::is_single<T>) return detail::impl::sinf(x); else return detail::impl::sin(x); }
 template <class T> TENET_HD T cos(T x) { if constexpr (detail::is_single<T>) return detail::impl::cosf(x); else return detail::impl::cos(x); }
-template <class T> TENET_HD T tanh(T x) { if constexpr (detail::is_single<T>) return detail::impl::tanhf(x); else return detail::impl::tanh(x); }
 template <class T> TENET_HD T erf(T x) { if constexpr (detail::is_single<T>) return detail::impl::erff(x); else return detail::impl::erf(x); }
 template <class T> TENET_HD T pow(T x, T y) { if constexpr (detail::is_single<T>) return detail::impl::powf(x, y); else return detail::impl::pow(x, y); }
+
+// f32 exp and tanh on the host are inline polynomials (polynomial_math.hpp),
+// which vectorise without a call; f64 and the device use the libraries'.
+template <class T>
+TENET_HD T exp(T x)
+{
+#if TENET_DEVICE_PASS
+    if constexpr (detail::is_single<T>) return detail::impl::expf(x);
+#else
+    if constexpr (detail::is_single<T>) return detail::polynomial_exp(x);
+#endif
+    else return detail::impl::exp(x);
+}
+template <class T>
+TENET_HD T tanh(T x)
+{
+#if TENET_DEVICE_PASS
+    if constexpr (detail::is_single<T>) return detail::impl::tanhf(x);
+#else
+    if constexpr (detail::is_single<T>) return detail::polynomial_tanh(x);
+#endif
+    else return detail::impl::tanh(x);
+}
 
 // sqrt and fabs are single instructions; g++ vectorises sqrt only without
 // errno (-fno-math-errno).

@@ -4,8 +4,10 @@
 // scratch tensor that one elementwise pass then copies, converts and fuses
 // into the real destination).
 //
-//   host    Eigen in the accumulate type: 16-bit operands are converted to
-//           f32 once, into scratch; the result is rounded once, in the pass.
+//   host    oneDNN or Eigen (host_gemm.hpp), writing the accumulate type:
+//           bf16 operands are read as they are with oneDNN; other 16-bit
+//           operands are converted to f32 once, into scratch; the result is
+//           rounded once, in the pass.
 //   device  cuBLASLt on the storage type, writing the storage type or f32.
 #pragma once
 
@@ -51,9 +53,12 @@ inline constexpr bool device_precision_ok = std::is_same_v<typename Prec::accumu
 template <class Place>
 inline constexpr bool on_host = host_accessible_v<Place>;
 
-// The element type a GEMM reads on this backend.
+// The element type a GEMM reads on this backend: the host reads bf16 where
+// oneDNN multiplies it (host_gemm_reads), else the accumulate type.
 template <class Prec, class Place>
-using gemm_input_t = std::conditional_t<on_host<Place>, typename Prec::accumulate, typename Prec::storage>;
+using gemm_input_t = std::conditional_t<
+    !on_host<Place> || host_gemm_reads<typename Prec::storage, typename Prec::accumulate>, typename Prec::storage,
+    typename Prec::accumulate>;
 
 // Can a GEMM on this backend write elements of TD directly?
 template <class Prec, class Place, class TD>

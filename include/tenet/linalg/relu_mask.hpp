@@ -100,9 +100,25 @@ struct relu_mask_read_eval {
         return (byte >> (col % 8)) & 1u ? 1.0f : 0.0f;
     }
 
+    // Chunks of whole bytes within a row are expanded from the bytes
+    // directly (a host loop, e.g. a bias gradient dy * relu'(pre) summed
+    // over the batch, then reads vectors); any other chunk element by element.
+    template <std::size_t K>
+    static constexpr ::tenet::internal::host_walk host_walk_for =
+        K % 8 == 0 && N % K == 0 ? ::tenet::internal::host_walk::either : ::tenet::internal::host_walk::elements;
+
     template <std::size_t K, class Index>
     TENET_HD ::tenet::vec<f32, K> chunk(Index i) const
     {
+        if constexpr (K % 8 == 0 && N % K == 0) {
+            const Index row = i / N, col = i % N;
+            if (col % K == 0) {
+                const auto* row_bits = reinterpret_cast<const unsigned char*>(bytes.data) + row * row_bytes + col / 8;
+                ::tenet::vec<f32, K> r;
+                for (std::size_t k = 0; k < K; ++k) r[k] = (row_bits[k / 8] >> (k % 8)) & 1u ? 1.0f : 0.0f;
+                return r;
+            }
+        }
         return ::tenet::chunk_by_elements<K>(*this, i);
     }
 

@@ -10,6 +10,7 @@
 #include "row_engine.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace tenet::detail::reduce {
@@ -47,54 +48,80 @@ inline constexpr std::size_t host_side_by_side_rows = 256;
 template <class In, std::size_t Rows, std::size_t K>
 inline constexpr bool chunks_fit = Rows % K == 0 && internal::host_walk_of<In, K>() != internal::host_walk::elements;
 
-template <class Axes, class In>
-inline constexpr std::size_t side_by_side_chunk = []() -> std::size_t {
+// The reduced axes lead and the kept ones follow ([R, C] summed over R).
+template <class Axes>
+inline constexpr bool column_reduction = [] {
     std::size_t leading = 0;
     while (leading != Axes::rank && Axes::reduced[leading]) ++leading;
     for (std::size_t d = leading; d != Axes::rank; ++d)
-        if (Axes::reduced[d]) return std::size_t{0};
-    constexpr std::size_t rows = Axes::rows;
-    return chunks_fit<In, rows, 16> ? 16 : chunks_fit<In, rows, 8> ? 8 : chunks_fit<In, rows, 4> ? 4 : 0;
+        if (Axes::reduced[d]) return false;
+    return true;
 }();
 
-template <class Op, std::size_t K, class In, class Accumulator, class Index>
-void accumulate_chunks(Accumulator* acc, const In& in, Index base, std::size_t rows, long long r)
+template <class Axes, class In>
+inline constexpr std::size_t side_by_side_chunk = [] {
+    if (!column_reduction<Axes>) return std::size_t{0};
+    constexpr std::size_t rows = Axes::rows;
+    return std::size_t{chunks_fit<In, rows, 16> ? 16u : chunks_fit<In, rows, 8> ? 8u : chunks_fit<In, rows, 4> ? 4u : 0u};
+}();
+
+// Rows [first, first + K) of one block, as K accumulators in registers.
+template <class Op, class Axes, std::size_t K, class In, class Accumulator>
+void accumulate_chunks(Accumulator* out, const In& in, std::size_t first, std::size_t begin, std::size_t end)
 {
+    using index = index_for<Axes::layout::shape::numel>;
     const Op op{};
-    for (std::size_t j = 0; j < rows; j += K) {
-        const auto values = in.template chunk<K>(static_cast<Index>(base + j));
+    Accumulator acc[K];
+    for (std::size_t k = 0; k < K; ++k) acc[k] = Op::identity();
+    for (std::size_t r = begin; r < end; ++r) {
+        const auto values = in.template chunk<K>(static_cast<index>(r * Axes::rows + first));
         TENET_SIMD_LOOP
-        for (std::size_t k = 0; k < K; ++k) acc[j + k] = op(acc[j + k], Op::lift(values[k], r));
+        for (std::size_t k = 0; k < K; ++k) acc[k] = op(acc[k], Op::lift(values[k], static_cast<long long>(r)));
     }
+    for (std::size_t k = 0; k < K; ++k) out[k] = acc[k];
 }
 
-template <class Op, class Axes, class Dst, class In>
-void host_reduce_side_by_side(const Dst& dst, const In& in)
+// Every row of one block, element by element.
+template <class Op, class Axes, class In, class Accumulator>
+void accumulate_rows(Accumulator* out, const In& in, std::size_t begin, std::size_t end)
 {
     using map = index_map<typename Axes::layout>;
     using index = index_for<Axes::layout::shape::numel>;
+    constexpr std::size_t rows = Axes::rows, length = Axes::row_length;
+    const Op op{};
+    Accumulator acc[rows];
+    for (std::size_t j = 0; j < rows; ++j) acc[j] = Op::identity();
+    for (std::size_t r = begin; r < end; ++r) {
+        TENET_SIMD_LOOP
+        for (std::size_t j = 0; j < rows; ++j)
+            acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>(j * length + r))), static_cast<long long>(r)));
+    }
+    for (std::size_t j = 0; j < rows; ++j) out[j] = acc[j];
+}
+
+// The work is cut into blocks of host_reduce_block elements along the rows
+// and, when rows are read in chunks, groups of K rows: (block, group) pairs
+// are split across cores, so a short column reduction (a bias gradient over
+// a batch) is parallel too.
+template <class Op, class Axes, class Dst, class In>
+void host_reduce_side_by_side(const Dst& dst, const In& in)
+{
     using accumulator = typename Op::accumulator;
     constexpr std::size_t rows = Axes::rows, length = Axes::row_length;
     constexpr std::size_t blocks = (length + host_reduce_block - 1) / host_reduce_block;
+    constexpr std::size_t k = side_by_side_chunk<Axes, In>;
+    constexpr std::size_t groups = k != 0 ? rows / k : 1;
+    constexpr std::int64_t tasks = static_cast<std::int64_t>(blocks * groups);
     // (not std::vector: a bool accumulator would pack neighbouring blocks' results into one word)
     const std::unique_ptr<accumulator[]> partial(new accumulator[blocks * rows]);
     const Op op{};
-    TENET_OMP_PARALLEL_FOR_IF(blocks > 1)
-    for (std::size_t b = 0; b < blocks; ++b) {
-        accumulator acc[rows];
-        for (std::size_t j = 0; j < rows; ++j) acc[j] = Op::identity();
-        const std::size_t end = (b + 1) * host_reduce_block < length ? (b + 1) * host_reduce_block : length;
-        for (std::size_t r = b * host_reduce_block; r < end; ++r) {
-            if constexpr (constexpr std::size_t k = side_by_side_chunk<Axes, In>; k != 0) {
-                accumulate_chunks<Op, k>(acc, in, static_cast<index>(r * rows), rows, static_cast<long long>(r));
-            } else {
-                TENET_SIMD_LOOP
-                for (std::size_t j = 0; j < rows; ++j)
-                    acc[j] = op(acc[j], Op::lift(in.at(map::offset(static_cast<index>(j * length + r))),
-                                                 static_cast<long long>(r)));
-            }
-        }
-        for (std::size_t j = 0; j < rows; ++j) partial[b * rows + j] = acc[j];
+    TENET_OMP_PARALLEL_FOR_IF(tasks > 1 && rows * length >= 32768)
+    for (std::int64_t t = 0; t < tasks; ++t) {
+        const std::size_t b = static_cast<std::size_t>(t) / groups, group = static_cast<std::size_t>(t) % groups;
+        const std::size_t begin = b * host_reduce_block;
+        const std::size_t end = begin + host_reduce_block < length ? begin + host_reduce_block : length;
+        if constexpr (k != 0) accumulate_chunks<Op, Axes, k>(&partial[b * rows + group * k], in, group * k, begin, end);
+        else accumulate_rows<Op, Axes>(&partial[b * rows], in, begin, end);
     }
     for (std::size_t j = 0; j < rows; ++j) {
         accumulator acc = partial[j];
@@ -119,7 +146,10 @@ void host_reduce(const Dst& dst, const In& in)
         typename Op::accumulator acc = Op::identity();
         for (std::size_t b = 0; b < blocks; ++b) acc = Op{}(acc, partial[b]);
         dst.store(0u, Op::finalize(acc, static_cast<long long>(length)));
-    } else if constexpr (rows > 1 && rows <= host_side_by_side_rows && length >= host_reduce_block) {
+    } else if constexpr (rows > 1 && (side_by_side_chunk<Axes, In> != 0 ||
+                                      (rows <= host_side_by_side_rows && length >= host_reduce_block))) {
+        // (a column reduction read in chunks, however short or wide: contiguous
+        // vectors beat rows split across cores, each a strided walk)
         host_reduce_side_by_side<Op, Axes>(dst, in);
     } else {
         host_for_rows<rows, length>([&](std::size_t row) {

@@ -244,6 +244,29 @@ sums<T> host_totals(const Args& a, T inverse_scale)
     return total;
 }
 
+// update_element over [begin, end) without pruning masks, as loops the
+// compiler vectorises: the update with no branch, then the inf/NaN check
+// (an integer OR; std::isfinite, or the check inside the update loop, would
+// keep either from vectorising). The block's gradients are still in cache.
+template <class Args, class T>
+char host_update_unmasked(const Args& a, std::uint64_t begin, std::uint64_t end, T multiplier, const auto& k)
+{
+    TENET_SIMD_LOOP
+    for (std::uint64_t i = begin; i < end; ++i) {
+        T s[slot_count<Args>];
+        load_slots(a, i, s);
+        const T w = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
+        store_slots(a, i, s);
+        store_weight(a, i, w);
+    }
+    unsigned nonfinite = 0;
+    for (std::uint64_t i = begin; i < end; ++i) {
+        const T g = a.gradients[i] * multiplier;
+        nonfinite |= static_cast<unsigned>(!(g - g == T(0)));  // inf - inf and NaN - NaN are NaN
+    }
+    return nonfinite != 0 ? char{1} : char{0};
+}
+
 template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
 void host_update(const update_args<Rule, Schedule, Storage, T>& a)
 {
@@ -286,6 +309,7 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
             }
         } else {
             const auto bad = host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+                if (a.keep == nullptr) return host_update_unmasked(a, begin, end, plan.grad_multiplier, k);
                 char seen = 0;
                 for (std::uint64_t i = begin; i < end; ++i)
                     if (!update_element(a, i, plan.grad_multiplier, k)) seen = 1;

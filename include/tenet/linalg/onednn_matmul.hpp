@@ -1,0 +1,124 @@
+// The host GEMM on oneDNN's matmul primitive, f32 or bf16 operands into f32
+// (Debian's libdnnl-dev; kernels JIT-compiled for the machine's widest ISA,
+// run on OpenMP). bf16 pairs are multiplied directly on a CPU with
+// AVX512_BF16 (about 2x its f32 rate on the MLP's shapes, bench/RESULTS.md),
+// where converting them to f32 first would cost a pass and the f32 rate.
+// Products of bf16 values are exact in f32 and the sums accumulate in f32:
+// the same numbers as the f32 GEMM of the converted operands, up to the
+// order of the sums.
+//
+// One plan per problem (its shapes and layouts are compile-time), built on
+// first use: the primitive reads tenet's memory where it is (row-major or
+// column-major with any leading dimension), a batch of GEMMs (attention's
+// heads) in one call. Calls from several threads are safe: each builds its
+// own memory objects and stream around the shared primitive. The C API, as
+// conv/onednn_conv2d.hpp explains.
+#pragma once
+
+#include "../memory/error.hpp"
+#include "../numeric/types.hpp"
+#include "gemm_layout.hpp"
+#include "onednn_handle.hpp"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+namespace tenet::linalg::detail {
+
+inline void onednn_check(dnnl_status_t status, const char* what)
+{
+    if (status != dnnl_success)
+        throw error(std::string("tenet: oneDNN failed to ") + what + " for the host matmul: " + dnnl_status2str(status));
+}
+
+// The leading dimension oneDNN is given for a rows x cols operand: a
+// column-major one is the transpose of the row-major matrix at the same
+// address. oneDNN wants ld >= the stored matrix's columns even when it has
+// one row, where tenet's ld may be anything (any ld reads the same elements).
+constexpr dnnl_dim_t onednn_ld(gemm_operand o, std::size_t rows, std::size_t cols)
+{
+    const std::size_t stored_rows = o.column_major ? cols : rows, stored_cols = o.column_major ? rows : cols;
+    return static_cast<dnnl_dim_t>(stored_rows == 1 && o.ld < stored_cols ? stored_cols : o.ld);
+}
+
+// One GEMM operand, rows x cols per batch, as oneDNN describes it: 3-D with
+// the batch leading when there are several (batch 1 with stride 0: shared
+// by every batch, which oneDNN broadcasts).
+inline dnnl_memory_desc_t onednn_matrix(std::size_t batch, std::size_t rows, std::size_t cols, gemm_operand o,
+                                        dnnl_data_type_t type)
+{
+    const dnnl_dim_t ld = onednn_ld(o, rows, cols), r = static_cast<dnnl_dim_t>(rows), c = static_cast<dnnl_dim_t>(cols);
+    const dnnl_dim_t n = o.batch_stride == 0 ? 1 : static_cast<dnnl_dim_t>(batch);
+    const dnnl_dim_t step = o.batch_stride == 0 ? r * c : static_cast<dnnl_dim_t>(o.batch_stride);
+    const dnnl_dims_t dims = {n, r, c}, row_major = {step, ld, 1}, column_major = {step, 1, ld};
+    const int rank = batch > 1 ? 3 : 2;  // 2-D: the last two of each
+    dnnl_memory_desc_t md;
+    onednn_check(dnnl_memory_desc_init_by_strides(&md, rank, dims + 3 - rank, type,
+                                                  (o.column_major ? column_major : row_major) + 3 - rank),
+                 "describe a matrix");
+    return md;
+}
+
+template <class T>
+inline constexpr dnnl_data_type_t onednn_type = std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f32;
+
+template <gemm_dims G, class In>
+class onednn_gemm {
+    static_assert(std::is_same_v<In, bf16> || std::is_same_v<In, f32>, "tenet: internal: oneDNN GEMMs read bf16 or f32");
+
+public:
+    // d = a b for every batch, in one call.
+    static void run(const In* a, const In* b, f32* d)
+    {
+        const onednn_gemm& plan = instance();
+        dnnl_stream_t raw_stream;
+        onednn_check(dnnl_stream_create(&raw_stream, plan.engine_.get(), dnnl_stream_default_flags), "create a stream");
+        const dnnl_stream_handle stream(raw_stream);
+        const dnnl_memory_handle src = plan.bind(plan.a_, a), weights = plan.bind(plan.b_, b), dst = plan.bind(plan.d_, d);
+        const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()}, {DNNL_ARG_DST, dst.get()}};
+        onednn_check(dnnl_primitive_execute(plan.matmul_.get(), stream.get(), 3, args), "run");
+        onednn_check(dnnl_stream_wait(stream.get()), "wait for a stream");
+    }
+
+private:
+    onednn_gemm()
+        : a_(onednn_matrix(G.batch, G.m, G.k, G.a, onednn_type<In>)),
+          b_(onednn_matrix(G.batch, G.k, G.n, G.b, onednn_type<In>)),
+          d_(onednn_matrix(G.batch, G.m, G.n, G.d, dnnl_f32))
+    {
+        dnnl_engine_t engine;
+        onednn_check(dnnl_engine_create(&engine, dnnl_cpu, 0), "create an engine");
+        engine_.reset(engine);
+        dnnl_matmul_desc_t desc;
+        onednn_check(dnnl_matmul_desc_init(&desc, &a_, &b_, nullptr, &d_), "describe a matmul");
+        dnnl_primitive_desc_t pd;
+        onednn_check(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr), "plan a matmul");
+        const dnnl_pd_handle pd_handle(pd);
+        dnnl_primitive_t matmul;
+        onednn_check(dnnl_primitive_create(&matmul, pd), "create a matmul");
+        matmul_.reset(matmul);
+    }
+
+    static const onednn_gemm& instance()
+    {
+        static const onednn_gemm plan;
+        return plan;
+    }
+
+    dnnl_memory_handle bind(const dnnl_memory_desc_t& md, const void* data) const
+    {
+        dnnl_memory_t memory;
+        onednn_check(dnnl_memory_create(&memory, &md, engine_.get(), const_cast<void*>(data)), "wrap a matrix");
+        return dnnl_memory_handle(memory);
+    }
+
+    dnnl_memory_desc_t a_, b_, d_;
+    dnnl_engine_handle engine_;
+    dnnl_primitive_handle matmul_;
+};
+
+}  // namespace tenet::linalg::detail

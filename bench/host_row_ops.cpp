@@ -1,11 +1,12 @@
 // Host row-wise ops, f32: softmax, log_softmax, layernorm forward (gamma,
-// beta; saving mean and rstd), softmax cross-entropy forward (saving the
-// probabilities; 5% padding rows) and its backward, and a row sum
-// (sum<1>), over 2^24 elements as [2^24 / N, N] for N = 1024, 4096, 16384.
+// beta; saving mean and rstd) and its backward (dx, dgamma, dbeta), softmax
+// cross-entropy forward (saving the probabilities; 5% padding rows) and its
+// backward, and a row sum (sum<1>), over 2^24 elements as [2^24 / N, N] for
+// N = 1024, 4096, 16384.
 //
-// GB/s counts the bytes each op must move: its [rows, N] input read once and
+// GB/s counts the bytes each op must move: its [rows, N] inputs read once and
 // its output written once ([rows, N], or [rows] for the row sum), plus the
-// parameters (gamma and beta; mean and rstd; labels and mask). The roofline
+// parameters (gamma and beta, their gradients; mean and rstd; labels and mask). The roofline
 // is a memcpy of the [rows, N] tensor split across the same OpenMP threads
 // (read + write counted, as in host_elementwise). Each op is run twice
 // untimed (first touch), then timed: the best of 15 runs (the least
@@ -93,8 +94,8 @@ struct workload {
     using S = Shape<rows, N>;
     using R = Shape<rows>;
     using C = Shape<N>;
-    Tensor<f32, S, Host> x, y, dx;
-    Tensor<f32, C, Host> gamma, beta;
+    Tensor<f32, S, Host> x, y, dx, dy;
+    Tensor<f32, C, Host> gamma, beta, dgamma, dbeta;
     Tensor<i32, R, Host> labels;
     Tensor<bool, R, Host> valid;
     Tensor<f32, R, Host> mean, rstd, row_sum;
@@ -105,6 +106,7 @@ struct workload {
         x = random_normal<S>(1);
         gamma = random_normal<C>(2, 0, 1.0f, 0.1f);
         beta = random_normal<C>(3);
+        dy = random_normal<S>(6);
         labels = min(cast<i32>(random_uniform<R>(4) * static_cast<float>(N)), static_cast<int>(N) - 1);
         valid = random_uniform<R>(5) < 0.95f;
     }
@@ -193,6 +195,39 @@ struct workload {
         }
     }
 
+    // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, on the
+    // sample rows; dgamma = sum over rows of dy xhat and dbeta = sum of dy on
+    // three columns (xhat from the saved mean and rstd).
+    void check_layernorm_backward() const
+    {
+        const auto xhat = [&](std::size_t r, std::size_t c) {
+            return (double{row(x, r)[c]} - mean.data()[r]) * rstd.data()[r];
+        };
+        for (std::size_t r : sample_rows()) {
+            double g_sum = 0, gx_sum = 0;
+            for (std::size_t c = 0; c < N; ++c) {
+                const double g = double{row(dy, r)[c]} * gamma.data()[c];
+                g_sum += g;
+                gx_sum += g * xhat(r, c);
+            }
+            for (std::size_t c = 0; c < N; ++c) {
+                const double g = double{row(dy, r)[c]} * gamma.data()[c];
+                const double want = rstd.data()[r] * (g - g_sum / N - xhat(r, c) * gx_sum / N);
+                check("layernorm_backward dx", N, r, c, row(dx, r)[c], want, 1 + std::fabs(want));
+            }
+        }
+        for (std::size_t c : {std::size_t{0}, N / 2, N - 1}) {
+            double dg = 0, db = 0, magnitude = 0;
+            for (std::size_t r = 0; r < rows; ++r) {
+                dg += row(dy, r)[c] * xhat(r, c);
+                db += row(dy, r)[c];
+                magnitude += std::fabs(row(dy, r)[c]) * (1 + std::fabs(xhat(r, c)));
+            }
+            check("layernorm_backward dgamma", N, 0, c, dgamma.data()[c], dg, magnitude);
+            check("layernorm_backward dbeta", N, 0, c, dbeta.data()[c], db, magnitude);
+        }
+    }
+
     void check_row_sum() const
     {
         for (std::size_t r : sample_rows()) {
@@ -223,6 +258,10 @@ void measure(std::vector<result>& results)
          [&] { w.check_softmax("log_softmax", true); });
     time("layernorm", 2.0 * tensor_bytes + 8 * rows + 8.0 * N,
          [&] { layernorm_forward(w.y, w.mean, w.rstd, w.x, w.gamma, w.beta); }, [&] { w.check_layernorm(); });
+    // (reads the mean and rstd the forward saved)
+    time("layernorm_backward", 3.0 * tensor_bytes + 8 * rows + 12.0 * N,
+         [&] { layernorm_backward(w.dx, w.dgamma, w.dbeta, w.dy, w.x, w.mean, w.rstd, w.gamma); },
+         [&] { w.check_layernorm_backward(); });
     time("cross_entropy", 2.0 * tensor_bytes + 5 * rows,
          [&] { cross_entropy_forward(w.loss, w.y, w.x, w.labels, w.valid); }, [&] { w.check_cross_entropy(); });
     // (reads the probabilities the forward saved in y)

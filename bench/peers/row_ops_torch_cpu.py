@@ -1,19 +1,20 @@
-"""softmax, log_softmax, layer norm forward, cross-entropy forward and
-backward, and a row sum in PyTorch eager on the CPU, with the sizes, byte
-counts and JSON lines of bench/host_row_ops.cpp: f32, 2^24 elements as
-[2^24 / N, N] for N = 1024, 4096, 16384, on every core.
+"""softmax, log_softmax, layer norm forward and backward, cross-entropy
+forward and backward, and a row sum in PyTorch eager on the CPU, with the
+sizes, byte counts and JSON lines of bench/host_row_ops.cpp: f32, 2^24
+elements as [2^24 / N, N] for N = 1024, 4096, 16384, on every core.
 
 Each op is timed two ways:
   torch      the call a PyTorch program makes (torch.softmax,
-             torch.native_layer_norm -- what autograd runs, saving mean and
-             rstd --, F.cross_entropy, autograd's backward of it, x.sum(-1)):
+             torch.native_layer_norm and native_layer_norm_backward -- what
+             autograd runs, saving mean and rstd --, F.cross_entropy,
+             autograd's backward of it, x.sum(-1)):
              each call allocates its [rows, N] output, and glibc serves a
              64 MiB block with a fresh mmap, so the time includes its page faults
   torch_out  the same ATen kernels writing into preallocated outputs (out=),
              like tenet, which writes into existing tensors
-GB/s counts the input read once and the output written once, plus gamma and
-beta, mean and rstd, labels (4 bytes) and the mask (1 byte), as tenet's bench
-does; "copy" (x.copy_ into an existing tensor) is the roofline. Best of 15
+GB/s counts the inputs read once and the outputs written once, plus gamma
+and beta (and their gradients), mean and rstd, labels (4 bytes) and the mask
+(1 byte), as tenet's bench does; "copy" (x.copy_ into an existing tensor) is the roofline. Best of 15
 runs after 2 warm-ups (the least disturbed by other work), time.perf_counter.
 
   row_ops_torch_cpu.py                  measure; JSON lines on stdout
@@ -54,9 +55,15 @@ def ops(torch, n):
     labels = torch.randint(0, n, (rows,), generator=gen)
     valid = torch.rand(rows, generator=gen) < 0.95
     targets = torch.where(valid, labels, torch.full_like(labels, -100))
+    dy = torch.randn(rows, n, generator=gen)
     y, log_probs, grad, dx = (torch.empty_like(x) for _ in range(4))
+    dgamma, dbeta = torch.empty(n), torch.empty(n)
     mean, rstd = torch.empty(rows, 1), torch.empty(rows, 1)
     row_sum = torch.empty(rows)
+
+    # The saved statistics layer norm's backward reads.
+    _, saved_mean, saved_rstd = torch.native_layer_norm(x, [n], gamma, beta, 1e-5)
+    all_three = [True, True, True]
 
     # Autograd's backward of the loss, the graph kept for repeated calls.
     x_grad = x.clone().requires_grad_()
@@ -82,6 +89,12 @@ def ops(torch, n):
             both + 8 * rows + 8 * n,
             lambda: torch.native_layer_norm(x, [n], gamma, beta, 1e-5),
             lambda: aten.native_layer_norm.out(x, [n], gamma, beta, 1e-5, out0=y, out1=mean, out2=rstd),
+        ),
+        "layernorm_backward": (
+            3 * TENSOR_BYTES + 8 * rows + 12 * n,
+            lambda: aten.native_layer_norm_backward(dy, x, [n], saved_mean, saved_rstd, gamma, beta, all_three),
+            lambda: aten.native_layer_norm_backward.out(dy, x, [n], saved_mean, saved_rstd, gamma, beta, all_three,
+                                                        out0=dx, out1=dgamma, out2=dbeta),
         ),
         "cross_entropy": (
             both + 5 * rows,

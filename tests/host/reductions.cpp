@@ -222,6 +222,38 @@ TEST_CASE("integer and bool reductions are exact")
     CHECK(positives() == count);
 }
 
+TEST_CASE("long rows: max, argmax and argmin find the first extreme or NaN whichever lane holds it")
+{
+    // rows of 1000 fold in 64 lanes and a tail of 40: ties and NaNs are put
+    // in different lanes, in the same lane, and in the tail
+    constexpr std::size_t n = 1000;
+    const std::size_t first[] = {3, 70, 64, 500, 970, 6, 0};
+    const std::size_t second[] = {900, 6 + 64, 128, 980, 999, 70, 998};
+    constexpr std::size_t rows = std::size(first);
+    Tensor<f32, Shape<rows, n>, Host> x;
+    testing::fill_random(x, 16, &moderate);  // magnitudes below 5
+    for (std::size_t r = 0; r < rows; ++r) {
+        const bool with_nan = r % 2 == 1;
+        x(r, first[r]) = x(r, second[r]) = with_nan ? NAN : 5.0f;
+        if (!with_nan) x(r, (first[r] + 1) % n) = -5.0f, x(r, (second[r] + 1) % n) = -5.0f;
+    }
+    Tensor<f32, Shape<rows>, Host> m = max<1>(x), lo = min<1>(x);
+    Tensor<i32, Shape<rows>, Host> am = argmax<1>(x), an = argmin<1>(x);
+    for (std::size_t r = 0; r < rows; ++r) {
+        CAPTURE(r);
+        CHECK(static_cast<std::size_t>(am(r)) == first[r]);
+        if (r % 2 == 1) {
+            CHECK(std::isnan(m(r)));
+            CHECK(std::isnan(lo(r)));
+            CHECK(static_cast<std::size_t>(an(r)) == first[r]);
+        } else {
+            CHECK(m(r) == 5.0f);
+            CHECK(lo(r) == -5.0f);
+            CHECK(static_cast<std::size_t>(an(r)) == std::min((first[r] + 1) % n, (second[r] + 1) % n));
+        }
+    }
+}
+
 TEST_CASE("NaN propagates through max and min; argmax finds the first NaN, else the first maximum")
 {
     Tensor<f32, Shape<2, 5>, Host> x;

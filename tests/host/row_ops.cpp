@@ -309,6 +309,53 @@ TEST_CASE("softmax: NaN spreads to its row; rows of -inf or with +inf are NaN, a
     CHECK(std::fabs(y(4, 0) + y(4, 2) - 1.0f) < 1e-6f);
 }
 
+TEST_CASE("softmax: a NaN or +inf anywhere in a long row makes the row NaN; -inf entries give 0")
+{
+    // rows of 1000: the host folds them in 64 lanes and a tail of 40; the
+    // special values sit in different lanes and in the tail
+    constexpr std::size_t n = 1000;
+    Tensor<f32, Shape<6, n>, Host> x, y, ly;
+    fill_normal(x, 13, 0, 2);
+    const std::size_t nan_at[] = {0, 63, 64, 517, 960, 999};
+    for (std::size_t r = 0; r < 5; ++r) x(r, nan_at[r + 1]) = r % 2 == 0 ? NAN : INFINITY;
+    for (std::size_t j = 0; j < n; j += 7) x(5, j) = -INFINITY;
+    testing::poison(y);
+    testing::poison(ly);
+    y = softmax(x);
+    ly = log_softmax(x);
+    for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t j = 0; j < n; ++j) {
+            CHECK(std::isnan(y(r, j)));
+            CHECK(std::isnan(ly(r, j)));
+        }
+    double total = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+        CHECK((j % 7 == 0 ? y(5, j) == 0.0f && ly(5, j) == -INFINITY : std::isfinite(ly(5, j))));
+        total += y(5, j);
+    }
+    CHECK(std::fabs(total - 1) < 1e-5);
+}
+
+TEST_CASE("softmax of an expression with a per-column operand, long rows: matches float64")
+{
+    // x + bias reads the bias in chunks on the host; rows of 1040 = 16 x 65
+    constexpr std::size_t n = 1040;
+    using S = Shape<3, n>;
+    Tensor<f32, S, Host> x, y;
+    Tensor<f32, Shape<n>, Host> bias;
+    fill_normal(x, 14, 0, 3);
+    fill_normal(bias, 15, 0, 3);
+    std::vector<double> shifted = values(x);
+    for (std::size_t i = 0; i < S::numel; ++i) shifted[i] += bias.data()[i % n];
+    const auto want = softmax_ref(shifted, n, false);
+    testing::poison(y);
+    y = softmax(x + bias);
+    mismatch_log log;
+    for (std::size_t i = 0; i < S::numel; ++i)
+        expect_close<f32>(log, "softmax(x + bias)", i, y.data()[i], want[i], 1, {sum_ulps(n), 4});
+    CHECK_NO_MISMATCH(log);
+}
+
 TEST_CASE("softmax is lazy: fused with its input, materialised inside larger expressions, in place, on views")
 {
     using S = Shape<6, 33>;
@@ -429,6 +476,7 @@ void check_layernorm_shapes(double offset, double spread)
     check_layernorm_forward<T, Shape<5, 7>>(41, offset, spread);
     check_layernorm_forward<T, Shape<6, 33>>(42, offset, spread);
     check_layernorm_forward<T, Shape<3, 1500>>(43, offset, spread);
+    check_layernorm_forward<T, Shape<3, 1040>>(45, offset, spread);  // gamma and beta read in chunks of 16
     check_layernorm_forward<T, Shape<2, 3, 33>>(44, offset, spread);
 }
 
@@ -540,6 +588,7 @@ TEST_CASE_TEMPLATE("layernorm backward matches its float64 formula", T, f32, bf1
     check_layernorm_backward_formula<T, Shape<5, 7>>(60);
     check_layernorm_backward_formula<T, Shape<40, 33>>(61);  // more rows than the host's column blocks
     check_layernorm_backward_formula<T, Shape<3, 1500>>(62);
+    check_layernorm_backward_formula<T, Shape<3, 1040>>(64);
     check_layernorm_backward_formula<T, Shape<2, 3, 33>>(63);
 }
 

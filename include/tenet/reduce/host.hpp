@@ -1,8 +1,9 @@
-// Reductions on the host. Each output row is accumulated in order; rows are
-// split across cores by the row engine (host_for_rows), or, a few long rows,
-// walked side by side in groups (column reductions read whole cache lines). A full reduction is
-// split into fixed blocks whose partial results are combined in order, so
-// the answer does not depend on the number of threads.
+// Reductions on the host. Each output row is folded in vector lanes
+// (host_lane_fold); rows are split across cores by the row engine
+// (host_for_rows), or, a few long rows, walked side by side in groups
+// (column reductions read whole cache lines). A full reduction is split into
+// fixed blocks whose partial results are combined in order, so the answer
+// does not depend on the number of threads.
 #pragma once
 
 #include "../config.hpp"
@@ -21,13 +22,10 @@ template <class Op, class Axes, class In>
 typename Op::accumulator host_reduce_row(const In& in, std::size_t row, std::size_t begin, std::size_t end)
 {
     using map = index_map<typename Axes::layout>;
-    using index = index_for<Axes::layout::shape::numel>;
-    const Op op{};
-    typename Op::accumulator acc = Op::identity();
-    for (std::size_t r = begin; r != end; ++r)
-        acc = op(acc, Op::lift(in.at(map::offset(static_cast<index>(row * Axes::row_length + r))),
-                               static_cast<long long>(r)));
-    return acc;
+    const std::size_t first = row * Axes::row_length + begin;
+    return host_lane_fold<1>(
+        end - begin, Op::identity(), Op{}, [&](std::size_t r) { return vec<decltype(in.at(first)), 1>{{in.at(map::offset(first + r))}}; },
+        [&](std::size_t r, auto x) { return Op::lift(x, static_cast<long long>(begin + r)); });
 }
 
 // A few long rows are walked side by side: element r of every row, then

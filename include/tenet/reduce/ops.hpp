@@ -102,9 +102,9 @@ struct extreme {
         else return Greatest ? numeric_traits<V>::lowest() : numeric_traits<V>::max();
     }
     TENET_HD static constexpr accumulator lift(V v, long long) { return v; }
+    // (a NaN a is kept by the comparison: b > NaN is false)
     TENET_HD constexpr accumulator operator()(accumulator a, accumulator b) const
     {
-        if (detail::is_nan(a)) return a;
         if (detail::is_nan(b)) return b;
         return Greatest ? (b > a ? b : a) : (b < a ? b : a);
     }

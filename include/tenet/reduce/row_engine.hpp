@@ -7,7 +7,8 @@
 //   a team   the threads that share one row; reduce(value, op) gives every
 //            member the row's combined value (one tree order: deterministic);
 //   a share  one thread's part of the row (row_share): chunks of V elements
-//            of the inputs, visited with for_each and written with write.
+//            of the inputs, combined with fold, written with write (or
+//            write_normalized), or visited with for_each.
 // The host runs it with a team of one (serial_team), rows split across cores
 // (host_for_rows). The device runs it with a warp per short row (8 rows per
 // 256-thread block) or a block of up to 1024 threads per long row
@@ -87,6 +88,46 @@ struct row_plan {
 template <std::size_t Rows, std::size_t Length>
 using host_plan = row_plan<Rows, Length, 1, 1, false>;
 
+// Elements a host row step reads at once where chunks pay (host_walk).
+inline constexpr std::size_t host_chunk = 16;
+
+// A host fold runs in host_lanes lanes: four AVX-512 vectors of f32, so
+// that four independent chains hide the latency of combining.
+inline constexpr std::size_t host_lanes = 64;
+
+// The fold with op of value(c, x_c) for c in [0, count), from init (op's
+// identity), x read K at a time (load(c): elements c .. c + K - 1; count a
+// multiple of K): value(c, x_c) goes into lane c % host_lanes, each lane in
+// order, then the lanes combine pairwise. The lanes are vector lanes; the
+// order depends on nothing but count, so every run gives the same answer.
+template <std::size_t K, class R, class Op, class Load, class Value>
+TENET_HD R host_lane_fold(std::size_t count, R init, Op op, Load&& load, Value&& value)
+{
+    constexpr std::size_t lanes = host_lanes;
+    static_assert(lanes % K == 0, "tenet: internal: a lane group is whole chunks");
+    const std::size_t whole = count / lanes * lanes;
+    R lane[lanes];
+    for (std::size_t l = 0; l < lanes; ++l) lane[l] = init;
+    // lanes [first, first + K) take elements c .. c + K - 1
+    const auto fold_chunk = [&](std::size_t first, std::size_t c) {
+        const auto x = load(c);
+        TENET_SIMD_LOOP
+        for (std::size_t v = 0; v < K; ++v) lane[first + v] = op(lane[first + v], value(c + v, x[v]));
+    };
+    for (std::size_t c = 0; c < whole; c += lanes) {
+        if constexpr (K == 1) {
+            TENET_SIMD_LOOP
+            for (std::size_t l = 0; l < lanes; ++l) lane[l] = op(lane[l], value(c + l, load(c + l)[0]));
+        } else {
+            for (std::size_t g = 0; g < lanes; g += K) fold_chunk(g, c + g);
+        }
+    }
+    for (std::size_t c = whole; c < count; c += K) fold_chunk(c - whole, c);
+    for (std::size_t width = lanes / 2; width != 0; width /= 2)
+        for (std::size_t l = 0; l < width; ++l) lane[l] = op(lane[l], lane[l + width]);
+    return lane[0];
+}
+
 // A thread aims to hold at most this many values of a row (values =
 // elements x registers per element), and caches at most cache_budget of them
 // in registers: half of what a thread may use (255 registers; 64 in a
@@ -152,6 +193,18 @@ void with_plan(bool aligned, F&& f)
     f(typename Plans::narrow{});
 }
 
+// Does the evaluator Out read back exactly what was stored in it as A?
+template <class Out, class A>
+inline constexpr bool holds_exactly = [] {
+    if constexpr (requires(const Out& out) {
+                      typename Out::element_type;
+                      out.at(std::size_t{});
+                  })
+        return std::is_same_v<typename Out::element_type, A>;
+    else
+        return false;
+}();
+
 // One thread's share of one row of the zipped input In.
 template <class Plan, class In>
 class row_share {
@@ -184,22 +237,105 @@ TENET_UNROLL
         });
     }
 
+    // The fold with op of f(column, slot, value) over the share, from init
+    // (op's identity). A device thread folds its elements in order; the host
+    // (a team of one, holding the whole row) folds in lanes (host_lane_fold).
+    template <class R, class Op, class F>
+    TENET_HD R fold(R init, Op op, F&& f) const
+    {
+        if constexpr (host) {
+            const In in = in_;
+            const std::size_t base = base_;
+            return host_lane_fold<host_step>(
+                length, init, op, [&](std::size_t c) { return in.template chunk<host_step>(base + c); },
+                [&](std::size_t c, const value_type& x) { return f(static_cast<index>(c), c, x); });
+        } else {
+            R acc = init;
+            for_each([&](auto column, auto slot, const value_type& x) { acc = op(acc, f(column, slot, x)); });
+            return acc;
+        }
+    }
+
     // out[row, column] = f(column, slot, value) for every element of the share.
     template <class Out, class F>
     TENET_HD void write(const Out& out, F&& f) const
     {
-        for_each_chunk([&](std::size_t k, const vec<value_type, vector>& x) {
-            vec<scalar, vector> r;
+        if constexpr (host) {
+            const Out to = out;
+            host_steps([&](std::size_t c, const vec<value_type, host_step>& x) {
+                vec<scalar, host_step> r;
 TENET_UNROLL
-            for (std::size_t v = 0; v < vector; ++v) r[v] = f(Plan::column(rank_, k) + v, k * vector + v, x[v]);
-            out.template store_chunk<vector>(static_cast<index>(base_ + Plan::column(rank_, k)), r);
-        });
+                for (std::size_t v = 0; v < host_step; ++v) r[v] = f(static_cast<index>(c + v), c + v, x[v]);
+                to.template store_chunk<host_step>(std::size_t{base_} + c, r);
+            });
+        } else {
+            for_each_chunk([&](std::size_t k, const vec<value_type, vector>& x) {
+                vec<scalar, vector> r;
+TENET_UNROLL
+                for (std::size_t v = 0; v < vector; ++v) r[v] = f(Plan::column(rank_, k) + v, k * vector + v, x[v]);
+                out.template store_chunk<vector>(static_cast<index>(base_ + Plan::column(rank_, k)), r);
+            });
+        }
+    }
+
+    // out = f(column, slot, value) / s over the row, s the team's sum of f
+    // over it; returns s. f is computed once per element on the host when
+    // out holds the accumulate type exactly (stored, summed, then scaled
+    // where it lies, in L1), and twice otherwise: the same values either way.
+    template <class Team, class Out, class F>
+    TENET_HD scalar write_normalized(const Team& team, const Out& out, F&& f) const
+    {
+        if constexpr (host && holds_exactly<Out, scalar>) {
+            const In in = in_;
+            const Out to = out;
+            const std::size_t base = base_;
+            const scalar s = host_lane_fold<host_step>(
+                length, scalar(0), add{}, [&](std::size_t c) { return in.template chunk<host_step>(base + c); },
+                [&](std::size_t c, const value_type& x) {
+                    const scalar e = f(static_cast<index>(c), c, x);
+                    to.store(base + c, e);
+                    return e;
+                });
+            TENET_SIMD_LOOP
+            for (std::size_t c = 0; c < length; ++c) to.store(base + c, to.at(base + c) / s);
+            return s;
+        } else {
+            const scalar s = team.reduce(fold(scalar(0), add{}, f), add{});
+            write(out, [&](auto column, auto slot, const value_type& x) { return f(column, slot, x) / s; });
+            return s;
+        }
     }
 
     // Any one element of the row (e.g. the logit of a row's label).
     TENET_HD value_type at(index column) const { return in_.at(static_cast<index>(base_ + column)); }
 
 private:
+    static constexpr bool host = Plan::team == 1;  // only host plans have a team of one
+
+    // The host reads a row an element at a time (the loop vectorises), or
+    // host_chunk elements at a time where an input gains from chunks (a
+    // broadcast operand, such as layernorm's gamma: one vector load rather
+    // than a gather). Positions are 64-bit: the compiler then sees
+    // consecutive addresses, with no wrap-around.
+    static constexpr std::size_t host_step =
+        internal::host_walk_of<In, host_chunk>() == internal::host_walk::chunks && length % host_chunk == 0 ? host_chunk
+                                                                                                           : 1;
+
+    // f(c, elements c .. c + host_step - 1) over the row, in order.
+    template <class F>
+    TENET_HD void host_steps(F&& f) const
+    {
+        const In in = in_;  // a private copy: stores cannot change it, so its pointers stay in registers
+        const std::size_t base = base_;
+        const auto step = [&](std::size_t c) { f(c, in.template chunk<host_step>(base + c)); };
+        if constexpr (host_step == 1) {
+            TENET_SIMD_LOOP
+            for (std::size_t c = 0; c < length; ++c) step(c);
+        } else {
+            for (std::size_t c = 0; c < length; c += host_step) step(c);
+        }
+    }
+
     // f(k, chunk) for each of the thread's chunks. Unrolled when cached (the
     // cache is registers) or short; a long uncached loop stays a loop, so its
     // loads do not crowd the registers.

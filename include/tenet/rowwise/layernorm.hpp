@@ -43,13 +43,11 @@ struct layernorm_row {
         // everything relative to the row's first element: a large common
         // offset costs no precision (only the saved mean is rounded)
         const A shift = in.at(0)[0];
-        A sum = 0;
-        in.for_each([&](auto, auto, const auto& v) { sum += v[0] - shift; });
+        const A sum = in.fold(A(0), add{}, [&](auto, auto, const auto& v) { return v[0] - shift; });
         const A centre = team.reduce(sum, add{}) / n;  // mean - shift
-        A squares = 0;
-        in.for_each([&](auto, auto, const auto& v) {
+        const A squares = in.fold(A(0), add{}, [&](auto, auto, const auto& v) {
             const A d = (v[0] - shift) - centre;
-            squares += d * d;
+            return d * d;
         });
         const A rstd = A(1) / math::sqrt(team.reduce(squares, add{}) / n + eps);
         in.write(y, [&](auto, auto, const auto& v) { return ((v[0] - shift) - centre) * rstd * v[1] + v[2]; });
@@ -92,14 +90,12 @@ struct layernorm_backward_row {
     TENET_HD static void run(const Team& team, const Share& in, const Out& dx, A mean, A rstd, Columns& columns)
     {
         constexpr A n = A(Share::length);
-        vec<A, 2> sums{};  // sum(g), sum(g * xhat)
-        in.for_each([&](auto, std::size_t slot, const auto& v) {
+        // sum(g), sum(g * xhat)
+        const vec<A, 2> sums = team.reduce(in.fold(vec<A, 2>{}, add{}, [&](auto, std::size_t slot, const auto& v) {
             const A xhat = (v[1] - mean) * rstd, g = v[0] * v[2];
-            sums[0] += g;
-            sums[1] += g * xhat;
             columns.add(slot, v[0] * xhat, v[0]);
-        });
-        sums = team.reduce(sums, add{});
+            return vec<A, 2>{{g, g * xhat}};
+        }), add{});
         const A mean_g = sums[0] / n, mean_gx = sums[1] / n;
         in.write(dx, [&](auto, auto, const auto& v) {
             const A xhat = (v[1] - mean) * rstd;

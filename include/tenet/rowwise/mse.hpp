@@ -35,9 +35,8 @@ struct mse_row {
     template <class Team, class Share, class A = typename Share::scalar>
     TENET_HD static A run(const Team& team, const Share& in)
     {
-        A s = 0;
-        in.for_each([&](auto, auto, const auto& v) { s += (v[0] - v[1]) * (v[0] - v[1]); });
-        return team.reduce(s, add{});
+        return team.reduce(in.fold(A(0), add{}, [](auto, auto, const auto& v) { return (v[0] - v[1]) * (v[0] - v[1]); }),
+                           add{});
     }
 };
 

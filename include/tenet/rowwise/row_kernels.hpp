@@ -66,6 +66,15 @@ using accumulate_t = std::conditional_t<(std::is_same_v<V, f64> || ...), f64, f3
 template <class A>
 using greatest = reductions::extreme<A, true>;
 
+// A fold's f that reads an element's first channel.
+struct first_channel {
+    template <class Column, class Slot, class V>
+    TENET_HD auto operator()(Column, Slot, const V& v) const
+    {
+        return v[0];
+    }
+};
+
 // Several inputs of one shape read together: element i is the vector of
 // their values at i, in the accumulate type A.
 template <class A, class... E>
@@ -91,6 +100,9 @@ struct zip_eval : reads_evaluators<zip_eval<A, E...>> {
     const value_pack<E...>& reads() const { return parts; }
 
     static constexpr std::size_t smallest_element = internal::smallest_element_of<E...>;
+
+    template <std::size_t K>
+    static constexpr internal::host_walk host_walk_for = internal::host_walk_of_all<K, E...>();
 
 private:
     template <class Index, std::size_t... I>

@@ -34,17 +34,13 @@ struct softmax_row {
     TENET_HD static void run(const Team& team, const Share& x, const Out& y)
     {
         using A = typename Share::scalar;
-        A m = greatest<A>::identity();
-        x.for_each([&](auto, auto, const auto& v) { m = greatest<A>{}(m, v[0]); });
-        m = team.reduce(m, greatest<A>{});
-        A s = 0;
-        x.for_each([&](auto, auto, const auto& v) { s += math::exp(v[0] - m); });
-        s = team.reduce(s, add{});
+        const A m = team.reduce(x.fold(greatest<A>::identity(), greatest<A>{}, first_channel{}), greatest<A>{});
+        const auto e = [&](auto, auto, const auto& v) { return math::exp(v[0] - m); };
         if constexpr (Log) {
-            const A log_s = math::log(s);
+            const A log_s = math::log(team.reduce(x.fold(A(0), add{}, e), add{}));
             x.write(y, [&](auto, auto, const auto& v) { return (v[0] - m) - log_s; });
         } else {
-            x.write(y, [&](auto, auto, const auto& v) { return math::exp(v[0] - m) / s; });
+            x.write_normalized(team, y, e);
         }
     }
 };
@@ -59,9 +55,7 @@ struct softmax_backward_row {
     TENET_HD static void run(const Team& team, const Share& in, const Out& dx)
     {
         using A = typename Share::scalar;
-        A s = 0;
-        in.for_each([&](auto, auto, const auto& v) { s += Log ? v[0] : v[0] * v[1]; });
-        s = team.reduce(s, add{});
+        const A s = team.reduce(in.fold(A(0), add{}, [](auto, auto, const auto& v) { return Log ? v[0] : v[0] * v[1]; }), add{});
         in.write(dx, [&](auto, auto, const auto& v) { return Log ? v[0] - math::exp(v[1]) * s : v[1] * (v[0] - s); });
     }
 };

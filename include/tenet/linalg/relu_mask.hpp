@@ -101,11 +101,13 @@ struct relu_mask_read_eval {
     }
 
     // Chunks of whole bytes within a row are expanded from the bytes
-    // directly (a host loop, e.g. a bias gradient dy * relu'(pre) summed
-    // over the batch, then reads vectors); any other chunk element by element.
+    // directly, so host loops walk in chunks (dz = dy * relu'(pre), and the
+    // bias gradient, its sum over the batch, read vectors instead of
+    // dividing each position into a row, a byte and a bit); any other chunk
+    // element by element.
     template <std::size_t K>
     static constexpr ::tenet::internal::host_walk host_walk_for =
-        K % 8 == 0 && N % K == 0 ? ::tenet::internal::host_walk::either : ::tenet::internal::host_walk::elements;
+        K % 8 == 0 && N % K == 0 ? ::tenet::internal::host_walk::chunks : ::tenet::internal::host_walk::elements;
 
     template <std::size_t K, class Index>
     TENET_HD ::tenet::vec<f32, K> chunk(Index i) const

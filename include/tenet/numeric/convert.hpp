@@ -100,9 +100,12 @@ TENET_HD constexpr T narrow_from_f32(f32 x)
     const std::uint64_t bits = to_bits(x);
     if constexpr (std::is_same_v<T, bf16>) {
         // bf16 keeps the top half of an f32: add just under half of the dropped
-        // half (plus one when the kept part is odd) and truncate.
-        if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return from_bits<T>(bfloat16_format.canonical_nan_bits());
-        return from_bits<T>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+        // half (plus one when the kept part is odd) and truncate. In 32 bits
+        // and branch-free, so host loops vectorise it (no non-NaN input wraps).
+        const auto b = static_cast<std::uint32_t>(bits);
+        const std::uint32_t rounded = (b + 0x7FFFu + ((b >> 16) & 1u)) >> 16;
+        const auto nan = static_cast<std::uint32_t>(bfloat16_format.canonical_nan_bits());
+        return from_bits<T>((b & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
     } else if constexpr (std::is_same_v<T, f16>) {
         return from_bits<T>(f32_bits_to_f16(static_cast<std::uint32_t>(bits)));
     } else {

@@ -7,8 +7,9 @@
 //   a team   the threads that share one row; reduce(value, op) gives every
 //            member the row's combined value (one tree order: deterministic);
 //   a share  one thread's part of the row (row_share): chunks of V elements
-//            of the inputs, combined with fold, written with write (or
-//            write_normalized), or visited with for_each.
+//            of the inputs, combined with fold (combine: over the team),
+//            written with write (or write_normalized), or visited with
+//            for_each.
 // The host runs it with a team of one (serial_team), rows split across cores
 // (host_for_rows). The device runs it with a warp per short row (8 rows per
 // 256-thread block) or a block of up to 1024 threads per long row
@@ -256,6 +257,13 @@ TENET_UNROLL
         }
     }
 
+    // The fold over the whole row, in every member of the team.
+    template <class Team, class R, class Op, class F>
+    TENET_HD R combine(const Team& team, R init, Op op, F&& f) const
+    {
+        return team.reduce(fold(init, op, f), op);
+    }
+
     // out[row, column] = f(column, slot, value) for every element of the share.
     template <class Out, class F>
     TENET_HD void write(const Out& out, F&& f) const
@@ -300,7 +308,7 @@ TENET_UNROLL
             for (std::size_t c = 0; c < length; ++c) to.store(base + c, to.at(base + c) / s);
             return s;
         } else {
-            const scalar s = team.reduce(fold(scalar(0), add{}, f), add{});
+            const scalar s = combine(team, scalar(0), add{}, f);
             write(out, [&](auto column, auto slot, const value_type& x) { return f(column, slot, x) / s; });
             return s;
         }

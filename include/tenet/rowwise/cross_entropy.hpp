@@ -58,7 +58,7 @@ struct cross_entropy_row {
         const bool in_range = label_in_range<Share::length>(label);
         // read before anything is written: probs may be the logits' own memory
         const A picked = valid && in_range ? x.at(static_cast<typename Share::index>(label))[0] : A(0);
-        const A m = team.reduce(x.fold(greatest<A>::identity(), greatest<A>{}, first_channel{}), greatest<A>{});
+        const A m = row_max(team, x);
         const A s = x.write_normalized(team, probs, [&](auto, auto, const auto& v) { return math::exp(v[0] - m); });
         if (!valid) return A(0);
         if (!in_range) return numeric_traits<A>::quiet_nan();

@@ -43,13 +43,13 @@ struct layernorm_row {
         // everything relative to the row's first element: a large common
         // offset costs no precision (only the saved mean is rounded)
         const A shift = in.at(0)[0];
-        const A sum = in.fold(A(0), add{}, [&](auto, auto, const auto& v) { return v[0] - shift; });
-        const A centre = team.reduce(sum, add{}) / n;  // mean - shift
-        const A squares = in.fold(A(0), add{}, [&](auto, auto, const auto& v) {
+        const A sum = in.combine(team, A(0), add{}, [&](auto, auto, const auto& v) { return v[0] - shift; });
+        const A centre = sum / n;  // mean - shift
+        const A squares = in.combine(team, A(0), add{}, [&](auto, auto, const auto& v) {
             const A d = (v[0] - shift) - centre;
             return d * d;
         });
-        const A rstd = A(1) / math::sqrt(team.reduce(squares, add{}) / n + eps);
+        const A rstd = A(1) / math::sqrt(squares / n + eps);
         in.write(y, [&](auto, auto, const auto& v) { return ((v[0] - shift) - centre) * rstd * v[1] + v[2]; });
         const A mean = shift + centre;
         return {{mean, rstd}};
@@ -91,11 +91,11 @@ struct layernorm_backward_row {
     {
         constexpr A n = A(Share::length);
         // sum(g), sum(g * xhat)
-        const vec<A, 2> sums = team.reduce(in.fold(vec<A, 2>{}, add{}, [&](auto, std::size_t slot, const auto& v) {
+        const vec<A, 2> sums = in.combine(team, vec<A, 2>{}, add{}, [&](auto, std::size_t slot, const auto& v) {
             const A xhat = (v[1] - mean) * rstd, g = v[0] * v[2];
             columns.add(slot, v[0] * xhat, v[0]);
             return vec<A, 2>{{g, g * xhat}};
-        }), add{});
+        });
         const A mean_g = sums[0] / n, mean_gx = sums[1] / n;
         in.write(dx, [&](auto, auto, const auto& v) {
             const A xhat = (v[1] - mean) * rstd;

@@ -35,8 +35,7 @@ struct mse_row {
     template <class Team, class Share, class A = typename Share::scalar>
     TENET_HD static A run(const Team& team, const Share& in)
     {
-        return team.reduce(in.fold(A(0), add{}, [](auto, auto, const auto& v) { return (v[0] - v[1]) * (v[0] - v[1]); }),
-                           add{});
+        return in.combine(team, A(0), add{}, [](auto, auto, const auto& v) { return (v[0] - v[1]) * (v[0] - v[1]); });
     }
 };
 

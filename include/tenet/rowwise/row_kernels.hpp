@@ -66,14 +66,13 @@ using accumulate_t = std::conditional_t<(std::is_same_v<V, f64> || ...), f64, f3
 template <class A>
 using greatest = reductions::extreme<A, true>;
 
-// A fold's f that reads an element's first channel.
-struct first_channel {
-    template <class Column, class Slot, class V>
-    TENET_HD auto operator()(Column, Slot, const V& v) const
-    {
-        return v[0];
-    }
-};
+// The row's greatest first-channel value (NaN if it holds one), in every
+// member of the team.
+template <class Team, class Share, class A = typename Share::scalar>
+TENET_HD A row_max(const Team& team, const Share& x)
+{
+    return x.combine(team, greatest<A>::identity(), greatest<A>{}, [](auto, auto, const auto& v) { return v[0]; });
+}
 
 // Several inputs of one shape read together: element i is the vector of
 // their values at i, in the accumulate type A.

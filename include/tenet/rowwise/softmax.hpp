@@ -34,10 +34,10 @@ struct softmax_row {
     TENET_HD static void run(const Team& team, const Share& x, const Out& y)
     {
         using A = typename Share::scalar;
-        const A m = team.reduce(x.fold(greatest<A>::identity(), greatest<A>{}, first_channel{}), greatest<A>{});
+        const A m = row_max(team, x);
         const auto e = [&](auto, auto, const auto& v) { return math::exp(v[0] - m); };
         if constexpr (Log) {
-            const A log_s = math::log(team.reduce(x.fold(A(0), add{}, e), add{}));
+            const A log_s = math::log(x.combine(team, A(0), add{}, e));
             x.write(y, [&](auto, auto, const auto& v) { return (v[0] - m) - log_s; });
         } else {
             x.write_normalized(team, y, e);
@@ -55,7 +55,7 @@ struct softmax_backward_row {
     TENET_HD static void run(const Team& team, const Share& in, const Out& dx)
     {
         using A = typename Share::scalar;
-        const A s = team.reduce(in.fold(A(0), add{}, [](auto, auto, const auto& v) { return Log ? v[0] : v[0] * v[1]; }), add{});
+        const A s = in.combine(team, A(0), add{}, [](auto, auto, const auto& v) { return Log ? v[0] : v[0] * v[1]; });
         in.write(dx, [&](auto, auto, const auto& v) { return Log ? v[0] - math::exp(v[1]) * s : v[1] * (v[0] - s); });
     }
 };

@@ -307,6 +307,14 @@ void check_targets(std::uint32_t seed)
 
 }  // namespace
 
+TEST_CASE("array_loader: batches large enough to be written across cores (40 x 1,024 features), every value in place")
+{
+    using set = array_dataset<f64, i32, Shape<32, 32>>;
+    const set s(random_values<f64>(90 * 1024, 41), random_labels(90, 42));
+    array_loader<bf16, 40, set, Host> loader(s);
+    check_epoch(read_epoch(loader, 6, 2), s, permutation(90, 6, 2));  // two full batches, then 10 rows
+}
+
 TEST_CASE("array_loader: class labels become i32, floating targets of any shape stay as they are")
 {
     check_targets<i32, Shape<>>(20);

@@ -2,6 +2,7 @@
 // platform-independent shuffle, the batch loader (each sample once per epoch,
 // padding, transforms, bf16 rounding, the device pipeline when there is a
 // GPU), and Fashion-MNIST itself when this machine has it.
+#include "mismatch_log.hpp"
 #include "scratch_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -434,6 +435,38 @@ TEST_CASE("batch_loader: every sample once per epoch, in the permutation's order
     const epoch_copy in_order = read_epoch<batch_rows>(loader, 99, 0, false);
     for (std::size_t i = 0; i < 103; ++i)
         CHECK(in_order.x[i / batch_rows][(i % batch_rows) * feats] == f32(i % 256));
+}
+
+namespace {
+constexpr std::size_t image_pixels = 784, image_batch = 64;  // 50,176 pixels a batch: written by both cores
+}
+
+TEST_CASE("batch_loader: batches large enough to be written across cores, every pixel in place")
+{
+    constexpr std::size_t count = 150;  // two full batches and 22 rows
+    mnist_split split;
+    split.count = count;
+    split.images = random_bytes(count * image_pixels, 31);
+    split.labels.resize(count);
+    for (std::size_t i = 0; i < count; ++i) split.labels[i] = static_cast<std::int32_t>((i * 7) % 10);
+    batch_loader<bf16, image_batch, image_pixels, Host> loader(split);  // the default transform
+    const auto order = permutation(count, 5, 3);
+    loader.start_epoch(5, 3);
+    typename decltype(loader)::batch b;
+    mismatch_log log;
+    for (std::size_t k = 0; loader.next(b); ++k) {
+        for (std::size_t r = 0; r < image_batch; ++r) {
+            const std::size_t i = k * image_batch + r;
+            const bool sample = i < count;
+            if (b.labels()(r) != (sample ? split.labels[order[i]] : 0) || b.valid()(r) != (sample ? 1 : 0))
+                log.add("batch %zu row %zu: label %d valid %d", k, r, int(b.labels()(r)), int(b.valid()(r)));
+            for (std::size_t f = 0; f < image_pixels; ++f) {
+                const f32 want = sample ? f32(convert<bf16>(normalize_pixels{}(split.images[order[i] * image_pixels + f]))) : 0.0f;
+                if (f32(b.x()(r, f)) != want) log.add("batch %zu row %zu pixel %zu: %g, want %g", k, r, f, double(f32(b.x()(r, f))), double(want));
+            }
+        }
+    }
+    CHECK_NO_MISMATCH(log);
 }
 
 TEST_CASE("batch_loader: deterministic per (seed, epoch), exact multiples, misuse")

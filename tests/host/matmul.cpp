@@ -649,6 +649,35 @@ TEST_CASE_TEMPLATE("linalg::linear_forward with and without aux", T, f32, bf16, 
     check_forward<activation::gelu_tanh, T>();
 }
 
+// A mask of 300 rows of 16 bytes: each byte reads 8 pre-activations, so the
+// host splits its 4,800 bytes into blocks of 512 across cores (the last one
+// partial). Every bit of every block.
+TEST_CASE("linalg::linear_forward: a ReLU mask large enough to be split across cores")
+{
+    constexpr std::size_t rows = 300, in = 20, out = 100;
+    const auto x = random_tensor<f32, Shape<rows, in>>(80);
+    const auto w = random_tensor<f32, Shape<out, in>>(81);
+    const auto b = random_tensor<f32, Shape<out>>(82);
+    Tensor<f32, Shape<rows, out>, Host> y;
+    linalg::aux_tensor_t<activation::relu, f32, Shape<rows, out>, Host> aux;
+    static_assert(std::is_same_v<decltype(aux), Tensor<i8, Shape<rows, 16>, Host>>, "a row of 128 bits");
+    testing::poison(aux);
+    linalg::linear_forward<activation::relu>(y, aux, x, w, b);
+    const Tensor<f32, Shape<rows, out>, Host> pre = matmul(x, transpose(w)) + b;
+    mismatch_log log;
+    std::size_t set = 0;
+    for (std::size_t m = 0; m < rows; ++m)
+        for (std::size_t n = 0; n < 128; ++n) {
+            const bool bit = (static_cast<unsigned char>(aux(m, n / 8)) >> (n % 8)) & 1;
+            const bool want = n < out && pre(m, n) > 0;
+            set += bit;
+            if (bit != want) log.add("row %zu bit %zu: %d", m, n, int(bit));
+        }
+    CHECK_NO_MISMATCH(log);
+    CHECK(set > rows * out / 4);  // random inputs: both values occur
+    CHECK(set < rows * out * 3 / 4);
+}
+
 TEST_CASE_TEMPLATE("linalg::linear_backward_weights: dw = dz^T x, db = column sums of dz", T, f32, bf16)
 {
     const auto dz = random_tensor<T, Shape<M, Out>>(80);

@@ -159,14 +159,14 @@ private:
         return [this](std::byte* base, std::span<const std::uint32_t> samples) {
             auto* x = reinterpret_cast<Storage*>(base);
             auto* t = reinterpret_cast<target_type*>(base + targets_offset);
-            for (std::size_t r = 0; r != samples.size(); ++r) {
-                const auto* from_x = data_.features().data() + std::size_t{samples[r]} * feature_size;
-                const auto* from_t = data_.targets().data() + std::size_t{samples[r]} * target_size;
+            detail::fill_rows(samples, feature_size, [&](std::size_t r, std::size_t sample) {
+                const auto* from_x = data_.features().data() + sample * feature_size;
+                const auto* from_t = data_.targets().data() + sample * target_size;
                 for (std::size_t f = 0; f != feature_size; ++f)
                     x[r * feature_size + f] = detail::batch_value<Storage>(from_x[f]);
                 for (std::size_t k = 0; k != target_size; ++k)
                     t[r * target_size + k] = detail::batch_value<target_type>(from_t[k]);
-            }
+            });
         };
     }
 

@@ -129,11 +129,11 @@ private:
         return [this](std::byte* base, std::span<const std::uint32_t> samples) {
             auto* x = reinterpret_cast<Storage*>(base);
             auto* labels = reinterpret_cast<std::int32_t*>(base + labels_offset);
-            for (std::size_t r = 0; r != samples.size(); ++r) {
-                const std::uint8_t* pixels = split_.images.data() + std::size_t{samples[r]} * Features;
+            detail::fill_rows(samples, Features, [&](std::size_t r, std::size_t sample) {
+                const std::uint8_t* pixels = split_.images.data() + sample * Features;
                 for (std::size_t f = 0; f != Features; ++f) x[r * Features + f] = table_[pixels[f]];
-                labels[r] = split_.labels[samples[r]];
-            }
+                labels[r] = split_.labels[sample];
+            });
         };
     }
 

@@ -12,6 +12,7 @@
 #include "../expr/node.hpp"
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace tenet::detail::exec {
@@ -27,14 +28,18 @@ template <std::size_t N, class Dsts, class Srcs, std::size_t... I>
 void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I...>)
 {
     using index = index_for<N>;
-    constexpr index blocks = (N + host_block - 1) / host_block;
-    TENET_OMP_PARALLEL_FOR_IF(N >= 8 * host_block)
+    // Blocks of host_block reads: an element that reads 8 (a ReLU mask's
+    // byte) makes 8 times smaller blocks, and the loop splits sooner.
+    constexpr index reads = internal::host_reads_per_element_of<std::remove_cvref_t<decltype(get<I>(srcs))>...>();
+    constexpr index block = (host_block / reads + host_chunk - 1) / host_chunk * host_chunk;
+    constexpr index blocks = (N + block - 1) / block;
+    TENET_OMP_PARALLEL_FOR_IF(N * reads >= 8 * host_block && blocks > 1)
     for (index b = 0; b < blocks; ++b) {
         // Private copies: the compiler then knows the stores below cannot
         // change the evaluators, and keeps their pointers in registers.
         const Dsts out = dsts;
         const Srcs in = srcs;
-        const index begin = b * host_block, end = begin + host_block < N ? begin + host_block : N;
+        const index begin = b * block, end = begin + block < N ? begin + block : N;
         if constexpr (sizeof...(I) == 1 && host_walks_chunks<decltype(Dsts::head), decltype(Srcs::head)>) {
             constexpr index k = host_chunk;
             const index chunked = begin + (end - begin) / k * k;

@@ -54,6 +54,7 @@ TENET_UNROLL
     }
 
     static constexpr bool reads_at_own_index = false;  // 8 elements per byte written
+    static constexpr std::size_t host_reads_per_element = 8;
     auto reads() const { return ::tenet::make_value_pack(pre); }
 
     static constexpr std::size_t smallest_element = Eval::smallest_element;
@@ -97,7 +98,7 @@ struct relu_mask_read_eval {
     {
         const Index row = i / N, col = i % N;
         const unsigned byte = static_cast<unsigned char>(bytes.data[row * row_bytes + col / 8]);
-        return (byte >> (col % 8)) & 1u ? 1.0f : 0.0f;
+        return static_cast<f32>((byte >> (col % 8)) & 1u);  // (not a select: see chunk)
     }
 
     // Chunks of whole bytes within a row are expanded from the bytes
@@ -116,8 +117,12 @@ struct relu_mask_read_eval {
             const Index row = i / N, col = i % N;
             if (col % K == 0) {
                 const auto* row_bits = reinterpret_cast<const unsigned char*>(bytes.data) + row * row_bytes + col / 8;
+                // The bit converted, not selected: g++ turns a select per bit
+                // into a branch per bit, mispredicted half the time.
                 ::tenet::vec<f32, K> r;
-                for (std::size_t k = 0; k < K; ++k) r[k] = (row_bits[k / 8] >> (k % 8)) & 1u ? 1.0f : 0.0f;
+TENET_UNROLL
+                for (std::size_t k = 0; k < K; ++k)
+                    r[k] = static_cast<f32>((static_cast<unsigned>(row_bits[k / 8]) >> (k % 8)) & 1u);
                 return r;
             }
         }

@@ -24,6 +24,9 @@
 //   smallest_element   the smallest element it loads (sets the chunk length)
 //   host_walk_for<K>   optional, static constexpr: how a host loop reads it
 //                      best (host_walk below); without it, element by element
+//   host_reads_per_element  optional, static constexpr std::size_t: the
+//                      elements one at(i) reads (1 without it); a host loop
+//                      splits across cores by reads, not by writes
 // Evaluators that read other evaluators get aligned and visit_leaves from
 // tenet::reads_evaluators (expr/node.hpp), which checks their operands
 // against this concept.
@@ -32,7 +35,9 @@
 #include "../numeric/traits.hpp"
 #include "../shape/shape.hpp"
 
+#include <algorithm>
 #include <concepts>
+#include <cstddef>
 #include <type_traits>
 
 namespace tenet {
@@ -131,6 +136,19 @@ constexpr host_walk host_walk_of_all()
     return r;
 }
 
+// The most elements one at(i) of any of these evaluators reads.
+template <class... E>
+constexpr std::size_t host_reads_per_element_of()
+{
+    std::size_t most = 1;
+    ((most = std::max(most, [] {
+          if constexpr (requires { E::host_reads_per_element; }) return std::size_t{E::host_reads_per_element};
+          else return std::size_t{1};
+      }())),
+     ...);
+    return most;
+}
+
 // One tenet: line naming what an evaluator misses; true (nothing more to
 // report at the caller) either way.
 template <class E>
@@ -201,6 +219,7 @@ namespace tenet::internal {
 using detail::tensor::host_walk;
 using detail::tensor::host_walk_of;
 using detail::tensor::host_walk_of_all;
+using detail::tensor::host_reads_per_element_of;
 using detail::tensor::check_expression;
 using detail::tensor::check_prepare;
 using detail::tensor::check_evaluator;

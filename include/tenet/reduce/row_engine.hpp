@@ -96,6 +96,34 @@ inline constexpr std::size_t host_chunk = 16;
 // that four independent chains hide the latency of combining.
 inline constexpr std::size_t host_lanes = 64;
 
+// The lanes' accumulators. A vector accumulator (vec<T, M>: layernorm's
+// sum and sum of squares) is held as M arrays of lanes, so that each part
+// of 16 lanes is one vector register; held as an array of vec it would be
+// interleaved, and g++ would shuffle it element by element.
+template <class R>
+struct lane_accumulators {
+    R lane[host_lanes];
+    TENET_HD R get(std::size_t l) const { return lane[l]; }
+    TENET_HD void set(std::size_t l, const R& r) { lane[l] = r; }
+};
+
+template <class T, std::size_t M>
+struct lane_accumulators<vec<T, M>> {
+    T part[M][host_lanes];
+    TENET_HD vec<T, M> get(std::size_t l) const
+    {
+        vec<T, M> r;
+TENET_UNROLL
+        for (std::size_t m = 0; m < M; ++m) r[m] = part[m][l];
+        return r;
+    }
+    TENET_HD void set(std::size_t l, const vec<T, M>& r)
+    {
+TENET_UNROLL
+        for (std::size_t m = 0; m < M; ++m) part[m][l] = r[m];
+    }
+};
+
 // The fold with op of value(c, x_c) for c in [0, count), from init (op's
 // identity), x read K at a time (load(c): elements c .. c + K - 1; count a
 // multiple of K): value(c, x_c) goes into lane c % host_lanes, each lane in
@@ -107,26 +135,26 @@ TENET_HD R host_lane_fold(std::size_t count, R init, Op op, Load&& load, Value&&
     constexpr std::size_t lanes = host_lanes;
     static_assert(lanes % K == 0, "tenet: internal: a lane group is whole chunks");
     const std::size_t whole = count / lanes * lanes;
-    R lane[lanes];
-    for (std::size_t l = 0; l < lanes; ++l) lane[l] = init;
+    lane_accumulators<R> acc;
+    for (std::size_t l = 0; l < lanes; ++l) acc.set(l, init);
     // lanes [first, first + K) take elements c .. c + K - 1
     const auto fold_chunk = [&](std::size_t first, std::size_t c) {
         const auto x = load(c);
         TENET_SIMD_LOOP
-        for (std::size_t v = 0; v < K; ++v) lane[first + v] = op(lane[first + v], value(c + v, x[v]));
+        for (std::size_t v = 0; v < K; ++v) acc.set(first + v, op(acc.get(first + v), value(c + v, x[v])));
     };
     for (std::size_t c = 0; c < whole; c += lanes) {
         if constexpr (K == 1) {
             TENET_SIMD_LOOP
-            for (std::size_t l = 0; l < lanes; ++l) lane[l] = op(lane[l], value(c + l, load(c + l)[0]));
+            for (std::size_t l = 0; l < lanes; ++l) acc.set(l, op(acc.get(l), value(c + l, load(c + l)[0])));
         } else {
             for (std::size_t g = 0; g < lanes; g += K) fold_chunk(g, c + g);
         }
     }
     for (std::size_t c = whole; c < count; c += K) fold_chunk(c - whole, c);
     for (std::size_t width = lanes / 2; width != 0; width /= 2)
-        for (std::size_t l = 0; l < width; ++l) lane[l] = op(lane[l], lane[l + width]);
-    return lane[0];
+        for (std::size_t l = 0; l < width; ++l) acc.set(l, op(acc.get(l), acc.get(l + width)));
+    return acc.get(0);
 }
 
 // A thread aims to hold at most this many values of a row (values =

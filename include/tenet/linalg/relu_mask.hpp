@@ -93,12 +93,16 @@ struct relu_mask_read_eval {
     using bytes_leaf = ::tenet::leaf_eval<const i8, contiguous_layout<Shape<M, row_bytes>>>;
     bytes_leaf bytes;
 
+    // Bit b of a mask byte as 1.0f or 0.0f: converted, not selected, since
+    // g++ turns a select per bit into a branch per bit, mispredicted half
+    // the time.
+    TENET_HD static f32 bit(unsigned char byte, std::size_t b) { return static_cast<f32>((unsigned{byte} >> b) & 1u); }
+
     template <class Index>
     TENET_HD f32 at(Index i) const
     {
         const Index row = i / N, col = i % N;
-        const unsigned byte = static_cast<unsigned char>(bytes.data[row * row_bytes + col / 8]);
-        return static_cast<f32>((byte >> (col % 8)) & 1u);  // (not a select: see chunk)
+        return bit(static_cast<unsigned char>(bytes.data[row * row_bytes + col / 8]), col % 8);
     }
 
     // Chunks of whole bytes within a row are expanded from the bytes
@@ -117,12 +121,9 @@ struct relu_mask_read_eval {
             const Index row = i / N, col = i % N;
             if (col % K == 0) {
                 const auto* row_bits = reinterpret_cast<const unsigned char*>(bytes.data) + row * row_bytes + col / 8;
-                // The bit converted, not selected: g++ turns a select per bit
-                // into a branch per bit, mispredicted half the time.
                 ::tenet::vec<f32, K> r;
 TENET_UNROLL
-                for (std::size_t k = 0; k < K; ++k)
-                    r[k] = static_cast<f32>((static_cast<unsigned>(row_bits[k / 8]) >> (k % 8)) & 1u);
+                for (std::size_t k = 0; k < K; ++k) r[k] = bit(row_bits[k / 8], k % 8);
                 return r;
             }
         }

@@ -273,11 +273,9 @@ TENET_UNROLL
     TENET_HD R fold(R init, Op op, F&& f) const
     {
         if constexpr (host) {
-            const In in = in_;
-            const std::size_t base = base_;
-            return host_lane_fold<host_step>(
-                length, init, op, [&](std::size_t c) { return in.template chunk<host_step>(base + c); },
-                [&](std::size_t c, const value_type& x) { return f(static_cast<index>(c), c, x); });
+            return host_lane_fold<host_step>(length, init, op, host_loader(), [&](std::size_t c, const value_type& x) {
+                return f(static_cast<index>(c), c, x);
+            });
         } else {
             R acc = init;
             for_each([&](auto column, auto slot, const value_type& x) { acc = op(acc, f(column, slot, x)); });
@@ -322,16 +320,14 @@ TENET_UNROLL
     TENET_HD scalar write_normalized(const Team& team, const Out& out, F&& f) const
     {
         if constexpr (host && holds_exactly<Out, scalar>) {
-            const In in = in_;
             const Out to = out;
             const std::size_t base = base_;
-            const scalar s = host_lane_fold<host_step>(
-                length, scalar(0), add{}, [&](std::size_t c) { return in.template chunk<host_step>(base + c); },
-                [&](std::size_t c, const value_type& x) {
-                    const scalar e = f(static_cast<index>(c), c, x);
-                    to.store(base + c, e);
-                    return e;
-                });
+            const auto stored_f = [&](std::size_t c, const value_type& x) {
+                const scalar e = f(static_cast<index>(c), c, x);
+                to.store(base + c, e);
+                return e;
+            };
+            const scalar s = host_lane_fold<host_step>(length, scalar(0), add{}, host_loader(), stored_f);
             TENET_SIMD_LOOP
             for (std::size_t c = 0; c < length; ++c) to.store(base + c, to.at(base + c) / s);
             return s;
@@ -357,13 +353,20 @@ private:
         internal::host_walk_of<In, host_chunk>() == internal::host_walk::chunks && length % host_chunk == 0 ? host_chunk
                                                                                                            : 1;
 
+    // Elements c .. c + host_step - 1 of the row, read through private
+    // copies of the input and the row's start: stores cannot change them, so
+    // their pointers stay in registers.
+    TENET_HD auto host_loader() const
+    {
+        return [in = in_, base = std::size_t{base_}](std::size_t c) { return in.template chunk<host_step>(base + c); };
+    }
+
     // f(c, elements c .. c + host_step - 1) over the row, in order.
     template <class F>
     TENET_HD void host_steps(F&& f) const
     {
-        const In in = in_;  // a private copy: stores cannot change it, so its pointers stay in registers
-        const std::size_t base = base_;
-        const auto step = [&](std::size_t c) { f(c, in.template chunk<host_step>(base + c)); };
+        const auto load = host_loader();
+        const auto step = [&](std::size_t c) { f(c, load(c)); };
         if constexpr (host_step == 1) {
             TENET_SIMD_LOOP
             for (std::size_t c = 0; c < length; ++c) step(c);

@@ -13,11 +13,14 @@
 // projections 8 B T D^2 and attention 4 B T^2 D forward, twice that
 // backward -- the same count for causal rows, so a kernel that skips masked
 // blocks shows as faster. Before timing, a small layer on the device is
-// checked against the same layer on the host. Without a GPU it prints
+// checked against the same layer on the host. Each row again as a JSON line;
+// --quick measures bf16_mixed at T 1024 alone. Without a GPU it prints
 // "skipped: no CUDA device".
 #include <tenet/tenet.hpp>
 
 #include "support/device_timing.hpp"
+#include "support/json_line.hpp"
+#include "support/quick_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -49,6 +52,16 @@ void measure(const char* policy)
     const double flops = 3.0 * (8.0 * B * T * D * D + 4.0 * B * T * T * D);
     std::printf("attention %-10s B %zu T %-5zu D %zu H %-3zu %-7s tenet %9.3f ms %8.1f TFLOP/s\n", policy, B, T, D, H,
                 Causal ? "causal" : "full", seconds * 1e3, flops / seconds / 1e12);
+    bench::json_line("device_attention")
+        .field("policy", policy)
+        .field("B", B)
+        .field("T", T)
+        .field("D", D)
+        .field("H", H)
+        .field("mask", Causal ? "causal" : "full")
+        .field("ms", seconds * 1e3)
+        .field("tflops", flops / seconds / 1e12)
+        .print();
 }
 
 // The device layer against the host layer (same seed, same parameters; the
@@ -84,13 +97,20 @@ void verify(const char* policy)
         }
         return std::sqrt(err / norm);
     };
+    const double output = relative(y.data(), yh.data(), S::numel), gradients = relative(g.data(), host.gradients(), n);
     std::printf("verify %-10s %-6s 2 x 64 x 128, 4 heads: |device - host| / |host|: output %.3g, gradients %.3g\n", policy,
-                Causal ? "causal" : "full", relative(y.data(), yh.data(), S::numel), relative(g.data(), host.gradients(), n));
+                Causal ? "causal" : "full", output, gradients);
+    bench::json_line("device_attention_verify")
+        .field("policy", policy)
+        .field("mask", Causal ? "causal" : "full")
+        .field("output_relative_error", output)
+        .field("gradients_relative_error", gradients)
+        .print();
 }
 
 }  // namespace
 
-int main()
+int main(int argc, char** argv)
 {
     if (!has_device()) {
         std::puts("skipped: no CUDA device");
@@ -99,10 +119,11 @@ int main()
     std::printf("== device attention: nn::MultiHeadAttention forward + backward; %s\n", bench::device_description().c_str());
     verify<fp32, true>("fp32");
     verify<bf16_mixed, false>("bf16_mixed");
-    measure<bf16_mixed, 8, 256, 768, 12, false>("bf16_mixed");
-    measure<bf16_mixed, 8, 256, 768, 12, true>("bf16_mixed");
+    const bool quick = bench::quick_run(argc, argv);
+    if (!quick) measure<bf16_mixed, 8, 256, 768, 12, false>("bf16_mixed");
+    if (!quick) measure<bf16_mixed, 8, 256, 768, 12, true>("bf16_mixed");
     measure<bf16_mixed, 8, 1024, 768, 12, false>("bf16_mixed");
     measure<bf16_mixed, 8, 1024, 768, 12, true>("bf16_mixed");
-    measure<fp32, 8, 256, 768, 12, false>("fp32");
-    measure<fp32, 8, 256, 768, 12, true>("fp32");
+    if (!quick) measure<fp32, 8, 256, 768, 12, false>("fp32");
+    if (!quick) measure<fp32, 8, 256, 768, 12, true>("fp32");
 }

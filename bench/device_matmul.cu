@@ -5,11 +5,14 @@
 // for relu and gelu_tanh, per shape [M, In] x [Out, In]^T. Timed with CUDA
 // events on tenet's current stream: a warm-up, then the median of 20 timed
 // batches of 10 calls. Prints time per call, TFLOP/s of the fused call
-// (2 M In Out), and how much faster fused is. Without a GPU it prints
-// "skipped: no CUDA device" and exits 0.
+// (2 M In Out), and how much faster fused is, and each row again as a JSON
+// line; --quick measures 4096^3 alone. Without a GPU it prints "skipped: no
+// CUDA device" and exits 0.
 #include <tenet/tenet.hpp>
 
 #include "support/device_timing.hpp"
+#include "support/json_line.hpp"
+#include "support/quick_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -71,20 +74,30 @@ void measure(const char* name)
     std::printf("%-10s %6zu %6zu %6zu %10.1f %10.1f %10.1f %9.1f %8.2fx %8.2fx %10.2g\n", name, M, In, Out, s_fused * 1e6,
                 s_two * 1e6, s_three * 1e6, flops / s_fused / 1e12, s_two / s_fused, s_three / s_fused,
                 relative_difference(fused_y, two_y));
+    bench::json_line("device_matmul")
+        .field("act", name)
+        .field("M", M)
+        .field("In", In)
+        .field("Out", Out)
+        .field("fused_us", s_fused * 1e6)
+        .field("two_step_us", s_two * 1e6)
+        .field("three_step_us", s_three * 1e6)
+        .field("fused_tflops", flops / s_fused / 1e12)
+        .print();
 }
 
 template <tenet::linalg::activation Act>
-void measure_shapes(const char* name)
+void measure_shapes(const char* name, bool quick)
 {
-    measure<Act, 256, 784, 256>(name);
-    measure<Act, 1024, 1024, 1024>(name);
+    if (!quick) measure<Act, 256, 784, 256>(name);
+    if (!quick) measure<Act, 1024, 1024, 1024>(name);
     measure<Act, 4096, 4096, 4096>(name);
-    measure<Act, 8192, 1024, 4096>(name);
+    if (!quick) measure<Act, 8192, 1024, 4096>(name);
 }
 
 }  // namespace
 
-int main()
+int main(int argc, char** argv)
 {
     if (!tenet::has_device()) {
         std::puts("skipped: no CUDA device");
@@ -93,8 +106,9 @@ int main()
     std::printf("== device matmul epilogues, bf16, y = act(x W^T + b); %s\n", bench::device_description().c_str());
     std::printf("%-10s %6s %6s %6s %10s %10s %10s %9s %9s %9s %10s\n", "act", "M", "In", "Out", "fused us", "2-step us",
                 "3-step us", "TFLOP/s", "vs 2-step", "vs 3-step", "rel diff");
-    measure_shapes<tenet::linalg::activation::relu>("relu");
-    measure_shapes<tenet::linalg::activation::gelu_tanh>("gelu_tanh");
+    const bool quick = bench::quick_run(argc, argv);
+    measure_shapes<tenet::linalg::activation::relu>("relu", quick);
+    measure_shapes<tenet::linalg::activation::gelu_tanh>("gelu_tanh", quick);
     // non-zero: some "fused" rows were a plain GEMM plus tenet's pass
     std::printf("GEMM types cuBLASLt declined: %d\n", tenet::linalg::detail::lt_declined_plans().load());
 }

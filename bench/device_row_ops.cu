@@ -11,10 +11,13 @@
 // counts as in a real program). bench/peers/row_ops_torch.py measures the
 // same ops, sizes and bytes in PyTorch eager and prints the same lines.
 // Before timing, each op at the smallest size is checked against tenet's
-// host implementation. Without a GPU it prints "skipped: no CUDA device".
+// host implementation. Each row again as a JSON line; --quick measures
+// 65536 x 1024 alone. Without a GPU it prints "skipped: no CUDA device".
 #include <tenet/tenet.hpp>
 
 #include "support/device_timing.hpp"
+#include "support/json_line.hpp"
+#include "support/quick_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -39,6 +42,14 @@ void print(const row& r)
 {
     std::printf("%-13s %-4s %6zu x %-5zu tenet %8.1f GB/s   copy %8.1f GB/s   %5.1f%% of copy\n", r.op, r.type, r.rows,
                 r.n, r.gbs, r.copy, 100 * r.gbs / r.copy);
+    bench::json_line("device_row_ops")
+        .field("op", r.op)
+        .field("type", r.type)
+        .field("rows", r.rows)
+        .field("n", r.n)
+        .field("gbs", r.gbs)
+        .field("copy_gbs", r.copy)
+        .print();
 }
 
 // The inputs of one size: x ~ N(0, 1) (logits, layernorm input), gamma
@@ -137,19 +148,19 @@ void measure(std::vector<row>& rows)
 }
 
 template <class T>
-void measure_sizes(std::vector<row>& rows)
+void measure_sizes(std::vector<row>& rows, bool quick)
 {
-    measure<T, 4096, 128>(rows);
-    measure<T, 65536, 128>(rows);
-    measure<T, 4096, 1024>(rows);
+    if (!quick) measure<T, 4096, 128>(rows);
+    if (!quick) measure<T, 65536, 128>(rows);
+    if (!quick) measure<T, 4096, 1024>(rows);
     measure<T, 65536, 1024>(rows);
-    measure<T, 4096, 4096>(rows);
-    measure<T, 16384, 4096>(rows);
+    if (!quick) measure<T, 4096, 4096>(rows);
+    if (!quick) measure<T, 16384, 4096>(rows);
 }
 
 }  // namespace
 
-int main()
+int main(int argc, char** argv)
 {
     if (!has_device()) {
         std::puts("skipped: no CUDA device");
@@ -159,8 +170,9 @@ int main()
     verify<f32, 4096, 128>();
     verify<bf16, 4096, 128>();
     std::vector<row> rows;
-    measure_sizes<f32>(rows);
-    measure_sizes<bf16>(rows);
+    const bool quick = bench::quick_run(argc, argv);
+    measure_sizes<f32>(rows, quick);
+    measure_sizes<bf16>(rows, quick);
     std::printf("\n%-13s %-4s %14s %10s %10s %10s\n", "op", "type", "rows x N", "GB/s", "copy GB/s", "% of copy");
     for (const row& r : rows)
         std::printf("%-13s %-4s %6zu x %-5zu %10.1f %10.1f %9.1f%%\n", r.op, r.type, r.rows, r.n, r.gbs, r.copy,

@@ -5,7 +5,10 @@
 // peer is bench/peers/mlp_step_torch_gpu.py (PyTorch eager AMP and
 // torch.compile, --model cnn alike). Prints one JSON line per (policy,
 // mode): median step time over 5 runs of 200 steps, after 20 warm-up steps.
+// --quick measures bf16_mixed alone.
 #include <tenet/tenet.hpp>
+
+#include "support/quick_run.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -54,7 +57,7 @@ void run(const char* model, const char* policy, bool graph)
     }
     std::sort(per_step.begin(), per_step.end());
     const double us = per_step[2] * 1e3;
-    std::printf("{\"framework\": \"tenet\", \"model\": \"%s\", \"policy\": \"%s\", \"mode\": \"%s\", "
+    std::printf("{\"bench\": \"device_train_step\", \"framework\": \"tenet\", \"model\": \"%s\", \"policy\": \"%s\", \"mode\": \"%s\", "
                 "\"step_us\": %.2f, \"samples_per_s\": %.0f}\n",
                 model, policy, graph ? "graph" : "eager", us, batch / (us * 1e-6));
     cudaEventDestroy(start);
@@ -64,12 +67,12 @@ void run(const char* model, const char* policy, bool graph)
 }  // namespace
 
 template <class Net, class In>
-void run_policies(const char* model)
+void run_policies(const char* model, bool quick)
 {
     for (bool graph : {false, true}) {
-        run<Net, In, fp32>(model, "fp32", graph);
+        if (!quick) run<Net, In, fp32>(model, "fp32", graph);
         run<Net, In, bf16_mixed>(model, "bf16_mixed", graph);
-        run<Net, In, fp16_mixed>(model, "fp16_mixed", graph);
+        if (!quick) run<Net, In, fp16_mixed>(model, "fp16_mixed", graph);
     }
 }
 
@@ -79,7 +82,8 @@ int main(int argc, char** argv)
         std::puts("skipped: no CUDA device");
         return 0;
     }
-    const bool cnn_too = argc > 1 && std::strcmp(argv[1], "--model") == 0 && argc > 2 && std::strcmp(argv[2], "cnn") == 0;
-    if (cnn_too) run_policies<cnn, Shape<batch, 28, 28, 1>>("cnn");
-    else run_policies<mlp, Shape<batch, 784>>("mlp");
+    const bool cnn_model = argc > 2 && std::strcmp(argv[1], "--model") == 0 && std::strcmp(argv[2], "cnn") == 0;
+    const bool quick = bench::quick_run(argc, argv);
+    if (cnn_model) run_policies<cnn, Shape<batch, 28, 28, 1>>("cnn", quick);
+    else run_policies<mlp, Shape<batch, 784>>("mlp", quick);
 }

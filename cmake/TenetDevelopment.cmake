@@ -29,3 +29,8 @@ function(tenet_dev_sources target)
         set_source_files_properties(${sources} TARGET_DIRECTORY ${target} PROPERTIES LANGUAGE CUDA)
     endif()
 endfunction()
+
+# The device bundle's manifest (CUDA builds): cmake/TenetDeviceBundle.cmake.
+if(TENET_CUDA_ENABLED)
+    include(${CMAKE_CURRENT_LIST_DIR}/TenetDeviceBundle.cmake)
+endif()

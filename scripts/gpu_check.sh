@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# One command for a machine with a GPU: builds the CUDA tests and the device
-# benchmarks with every core (sm_90 code alone, the H100/H200's), runs every
-# `gpu`-labelled test, then the device benchmarks, and ends with a one-line
-# summary. Each stage can run alone and fits in a few minutes on a 16-core
-# machine, so a lent GPU with a per-command time limit can take them one by one:
+# The GPU machine's commands. A lent GPU comes for minutes, without a package
+# registry, so the usual way is the device bundle: built here, run there.
 #
-#   bash scripts/gpu_check.sh                  all three stages
+#   bash scripts/gpu_check.sh --bundle DIR        (a machine without a GPU)
+#       builds every gpu test program and device benchmark for sm_90
+#       (Release, -lineinfo; CUDA_ARCHITECTURES=80 for sm_80) in build/gpu-bundle
+#       with ccache, and packs them, a manifest and run.sh into DIR (a folder
+#       git ignores, e.g. build/device-bundle; at most 60 MiB).
+#   bash DIR/run.sh [--quick] OUT                 (the GPU machine: no compiler)
+#       runs them all; see scripts/device_bundle/run.sh.
+#   bash scripts/gpu_check.sh --check-bundle DIR  (a machine without a GPU)
+#       the bundle's dry run (everything skipped, "no GPU", in under a
+#       minute), then `ldd -r` of every program against PyPI's CUDA 13 wheels
+#       of cuBLAS, cuDNN and NCCL in a scratch venv (build/cuda-wheels), with
+#       the LD_LIBRARY_PATH run.sh sets.
+#
+# On a GPU machine that has a compiler, the stages build and run in place
+# (sm_90 code alone, the H100/H200's), each in a few minutes on 16 cores:
+#
+#   bash scripts/gpu_check.sh                  build, tests and bench
 #   bash scripts/gpu_check.sh --build          configure and build (build/gpu-check)
 #   bash scripts/gpu_check.sh --tests          ctest -L gpu
 #   bash scripts/gpu_check.sh --bench          the device benchmarks
@@ -22,18 +35,23 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 dir="$TENET_ROOT/build/gpu-check"
 deps="$TENET_ROOT/build/gpu-deps"
 logs="$dir/logs"
+bundle_build="$TENET_ROOT/build/gpu-bundle"
+bundle=""
 stages=()
 while (($#)); do
     case "$1" in
     --build | --tests | --bench | --deps) stages+=("${1#--}") ;;
+    --bundle | --check-bundle) stages+=("${1#--}"); bundle="${2:?$1 takes a folder}"; shift ;;
     --logs) logs="$2"; shift ;;
-    *) echo "usage: $0 [--deps] [--build] [--tests] [--bench] [--logs DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--bundle DIR] [--check-bundle DIR] [--deps] [--build] [--tests] [--bench] [--logs DIR]" >&2; exit 2 ;;
     esac
     shift
 done
 ((${#stages[@]})) || stages=(build tests bench)
 jobs="$(nproc)"
-benchmarks=(bench_device_elementwise bench_device_matmul bench_device_row_ops bench_device_train_step)
+benchmarks=(bench_device_elementwise bench_device_matmul bench_device_row_ops bench_device_train_step bench_device_attention)
+# What a GPU machine with PyTorch for CUDA 13 has beside it (check-bundle's venv).
+bundle_wheels=(nvidia-cublas nvidia-cudnn-cu13 nvidia-nccl-cu13)
 gpu_deb_packages=(doctest-dev libeigen3-dev zlib1g-dev zlib1g libbenchmark-dev libbenchmark1debian)
 summary=()
 
@@ -63,19 +81,59 @@ stage_build() {
     # With Debian's apt and a registry, install what is missing; a GPU machine
     # without one uses build/gpu-deps (see --deps) and the toolkit it has.
     if [[ ! -d "$deps/usr" ]] && command -v apt-get >/dev/null; then tenet_install_packages; fi
-    local launcher=()
+    configure_gpu_build "$dir" && build_gpu_programs "$dir"
+}
+
+# The GPU test programs and device benchmarks, Release, for CUDA_ARCHITECTURES
+# (90 by default), with any further CMake arguments.
+configure_gpu_build() {
+    local build="$1" launcher=()
+    shift
     command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
     # (set -e does not reach into a stage: main calls it with ||, so each step says how it failed)
-    cmake -S "$TENET_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENET_CUDA=ON -DTENET_BUILD_TESTS=ON \
+    cmake -S "$TENET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTENET_CUDA=ON -DTENET_BUILD_TESTS=ON \
         -DTENET_BUILD_EXAMPLES=OFF -DTENET_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}" \
-        "${launcher[@]}" >"$logs/configure.log" 2>&1 || { tail -n 30 "$logs/configure.log"; summary+=("configure failed ($logs/configure.log)"); return 1; }
-    local started=$SECONDS
-    if ! cmake --build "$dir" -j "$jobs" --target tenet_gpu_tests tenet_gpu_tests_sm80 "${benchmarks[@]}" >"$logs/build.log" 2>&1; then
+        "${launcher[@]}" "$@" >"$logs/configure.log" 2>&1 || { tail -n 30 "$logs/configure.log"; summary+=("configure failed ($logs/configure.log)"); return 1; }
+}
+
+# Builds what the device bundle carries: every program cmake/TenetDeviceBundle.cmake lists.
+build_gpu_programs() {
+    local build="$1" targets started=$SECONDS
+    mapfile -t targets <"$build/device_bundle/targets.txt"
+    if ! cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$logs/build.log" 2>&1; then
         grep -E -A3 '^FAILED|error' "$logs/build.log" | head -n 60
         summary+=("build failed ($logs/build.log)")
         return 1
     fi
     summary+=("build ok in $((SECONDS - started)) s")
+}
+
+# The bundle's build, sized to travel: machine code for the one architecture
+# (90-real: no PTX beside it, 43% of the device code) in size-compressed
+# fatbins (30% less again); -lineinfo, so compute-sanitizer's reports name
+# source lines. --as-needed: a program records only the libraries it calls,
+# so a machine without cuDNN or NCCL refuses only the programs that need
+# them. No oneDNN: the host references then use tenet's own convolution
+# lowering (tested on the host too), and libdnnl is not needed there.
+stage_bundle() {
+    tenet_install_packages
+    CUDA_ARCHITECTURES="${CUDA_ARCHITECTURES:-90}-real" configure_gpu_build "$bundle_build" \
+        -DCMAKE_CUDA_FLAGS="-lineinfo --compress-mode=size" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed -DTENET_ONEDNN=OFF &&
+        build_gpu_programs "$bundle_build" &&
+        bash "$TENET_ROOT/scripts/device_bundle/pack.sh" "$bundle_build" "$bundle" | tee "$logs/pack.log" &&
+        summary+=("$(tail -n 1 "$logs/pack.log")")
+}
+
+# The bundle's dry run, and its programs loaded against PyPI's CUDA 13 wheels.
+stage_check_bundle() {
+    local venv="$TENET_ROOT/build/cuda-wheels"
+    if [[ ! -x "$venv/bin/python" ]]; then
+        python3 -m venv "$venv" || { summary+=("no venv at $venv"); return 1; }
+    fi
+    "$venv/bin/pip" install -q "${bundle_wheels[@]}" || { summary+=("pip could not install ${bundle_wheels[*]}"); return 1; }
+    "$venv/bin/pip" list 2>/dev/null | grep -E '^nvidia-' | sed 's/^/  wheel: /'
+    bash "$TENET_ROOT/scripts/device_bundle/check.sh" "$bundle" "$TENET_ROOT/build/gpu-bundle-dry-run" --wheels "$venv" &&
+        summary+=("bundle $bundle checked")
 }
 
 stage_tests() {
@@ -115,7 +173,7 @@ echo "gpu_check: $(cat "$logs/device.txt"), $jobs cores, $(date -u +%FT%TZ)"
 result=0
 for stage in "${stages[@]}"; do
     echo "== gpu_check: $stage"
-    "stage_$stage" || result=1
+    "stage_${stage//-/_}" || result=1
 done
 (IFS=';'; echo "gpu_check: $([[ $result == 0 ]] && echo PASSED || echo FAILED): ${summary[*]}")
 exit "$result"

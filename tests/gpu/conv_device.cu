@@ -99,13 +99,13 @@ TEST_CASE("a CNN trained with CUDA Graph replays follows eager host training, ru
     using M = decltype(host);
     std::vector<f32> dp(M::flat_numel);
     TENET_CUDA_CHECK(cudaMemcpy(dp.data(), device.parameters(), M::flat_numel * sizeof(f32), cudaMemcpyDeviceToHost));
-    CHECK(testing::relative_error(dp.data(), host.parameters(), M::flat_numel) <= 1e-3);
+    CHECK_RELATIVE_ERROR("CNN parameters after graph-replayed steps", dp.data(), host.parameters(), M::flat_numel, 1e-3);
     const auto bh = buffers_on_host(device);
     std::vector<f32> hb;
     host.for_each_buffer([&](const std::string&, auto view) {
         for (std::size_t i = 0; i < decltype(view)::shape::numel; ++i) hb.push_back(view.data()[i]);
     });
-    CHECK(testing::relative_error(bh.data(), hb.data(), hb.size()) <= 1e-4);
+    CHECK_RELATIVE_ERROR("BatchNorm2d running statistics", bh.data(), hb.data(), hb.size(), 1e-4);
     // evaluation with the running statistics
     const auto x = testing::random_host<f32, cnn_in>(40);
     copy(xd, x);
@@ -114,7 +114,7 @@ TEST_CASE("a CNN trained with CUDA Graph replays follows eager host training, ru
     Tensor<f32, Shape<32, 10>, Host> yd;
     copy(yd, device.forward(xd));
     current_stream().synchronize();
-    CHECK(testing::relative_error(yd.data(), host.forward(x).data(), 320) <= 1e-3);
+    CHECK_RELATIVE_ERROR("CNN forward in eval mode", yd.data(), host.forward(x).data(), 320, 1e-3);
 }
 
 #if defined(TENET_WITH_CUDNN)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "device_testing.hpp"
+#include "relative_error.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -21,18 +22,6 @@ tenet::Tensor<T, S, tenet::Host> random_host(std::uint64_t seed)
     std::normal_distribution<double> normal(0.0, 1.0);
     for (std::size_t i = 0; i < S::numel; ++i) t.data()[i] = tenet::convert<T>(normal(rng));
     return t;
-}
-
-template <class T>
-double relative_error(const T* got, const T* want, std::size_t n)
-{
-    double err = 0, norm = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const double w = tenet::convert<tenet::f64>(want[i]);
-        err += std::pow(tenet::convert<tenet::f64>(got[i]) - w, 2);
-        norm += w * w;
-    }
-    return std::sqrt(err) / (std::sqrt(norm) + 1e-30);
 }
 
 template <class Net, class P, class In, class Out>
@@ -59,7 +48,7 @@ void check_device_matches_host(double tolerance)
     Tensor<T, Out, Host> y_back;
     copy(y_back, yd);
     current_stream().synchronize();
-    CHECK(relative_error(y_back.data(), yh.data(), Out::numel) <= tolerance);
+    CHECK_RELATIVE_ERROR("model forward output", y_back.data(), yh.data(), Out::numel, tolerance);
 
     host.backward(dy);
     device.backward(dyd);
@@ -67,8 +56,8 @@ void check_device_matches_host(double tolerance)
     TENET_CUDA_CHECK(cudaMemcpy(device_gradients.data(), device.gradients(), HM::flat_numel * sizeof(G), cudaMemcpyDeviceToHost));
     host.for_each_parameter([&](const std::string& name, auto value, auto gradient) {
         const std::size_t at = static_cast<std::size_t>(gradient.data() - host.gradients());
-        INFO(name);
-        CHECK(relative_error(device_gradients.data() + at, gradient.data(), decltype(value)::shape::numel) <= tolerance);
+        CHECK_RELATIVE_ERROR(("gradient of " + name).c_str(), device_gradients.data() + at, gradient.data(),
+                             decltype(value)::shape::numel, tolerance);
     });
 }
 

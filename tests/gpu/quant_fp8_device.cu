@@ -3,6 +3,7 @@
 // maxima, the same formula) must be equal bit for bit, and outputs and
 // gradients agree within the two f32 GEMMs' summation-order differences.
 #include "device_testing.hpp"
+#include "relative_error.hpp"
 
 #include <tenet/quant/fp8_linear.hpp>
 
@@ -37,17 +38,6 @@ Tensor<f32, S, Host> random_host(std::uint64_t seed, double sigma)
     return t;
 }
 
-template <class S>
-double relative_error(const Tensor<f32, S, Host>& got, const Tensor<f32, S, Host>& want)
-{
-    double err = 0, norm = 0;
-    for (std::size_t i = 0; i < S::numel; ++i) {
-        err += std::pow(static_cast<double>(got.data()[i]) - want.data()[i], 2);
-        norm += static_cast<double>(want.data()[i]) * want.data()[i];
-    }
-    return std::sqrt(err) / (std::sqrt(norm) + 1e-30);
-}
-
 template <class Scaling, class DeviceScaling>
 void check_same_scale(const char* what, const Scaling& host, const DeviceScaling& device)
 {
@@ -64,7 +54,7 @@ TEST_CASE("fp8 device: a Linear + ReLU unit's forward and backward equal the hos
     bound<Device> d;
     h.layer.initialize(3);
     d.layer.initialize(3);
-    CHECK(relative_error(testing::to_host(d.values), h.values) == 0.0);
+    CHECK_RELATIVE_ERROR("fp8 quantized values", testing::to_host(d.values).data(), h.values.data(), h.values.numel, 0.0);
 
     nn::no_previous_layer none;
     for (int round = 0; round < 3; ++round) {
@@ -84,14 +74,15 @@ TEST_CASE("fp8 device: a Linear + ReLU unit's forward and backward equal the hos
 
         h.layer.forward(x, y.view(), nn::step_info{});
         d.layer.forward(xd, yd.view(), nn::step_info{});
-        CHECK(relative_error(testing::to_host(yd), y) <= 1e-5);
+        CHECK_RELATIVE_ERROR("fp8 Linear + ReLU forward", testing::to_host(yd).data(), y.data(), y.numel, 1e-5);
         check_same_scale("x", h.layer.input_scaling(), d.layer.input_scaling());
         check_same_scale("W", h.layer.weight_scaling(), d.layer.weight_scaling());
 
         h.layer.backward(dy, dx.view(), nn::step_info{}, none);
         d.layer.backward(dyd, dxd.view(), nn::step_info{}, none);
-        CHECK(relative_error(testing::to_host(dxd), dx) <= 1e-5);
-        CHECK(relative_error(testing::to_host(d.gradients), h.gradients) <= 1e-5);
+        CHECK_RELATIVE_ERROR("fp8 Linear + ReLU input gradient", testing::to_host(dxd).data(), dx.data(), dx.numel, 1e-5);
+        CHECK_RELATIVE_ERROR("fp8 Linear + ReLU weight gradients", testing::to_host(d.gradients).data(), h.gradients.data(),
+                             h.gradients.numel, 1e-5);
         check_same_scale("dz", h.layer.gradient_scaling(), d.layer.gradient_scaling());
     }
 }

@@ -45,9 +45,11 @@ void check_int8_gemm()
     testing::poison(acc);
     linalg::int8_gemm(acc, xd, wd);
     const auto got = to_host(acc);
-    std::size_t mismatches = 0;
-    for (std::size_t i = 0; i < M * N; ++i) mismatches += got.data()[i] != want.data()[i];
-    CHECK(mismatches == 0);
+    mismatch_log log;
+    for (std::size_t i = 0; i < M * N; ++i)
+        if (got.data()[i] != want.data()[i])
+            log.add("int8_gemm (cuBLASLt IMMA) accumulator [%zu]: device %d, host %d", i, got.data()[i], want.data()[i]);
+    CHECK_NO_MISMATCH(log);
     CHECK(got(0, 0) == static_cast<i32>(K) * 16384);  // -128 x -128, K times
 }
 
@@ -94,15 +96,21 @@ TEST_CASE("quantize device: the fused expressions equal the host's, per tensor a
     const auto mh = to_host(m);
     const auto dh = to_host(d);
     const auto fh = to_host(f);
-    std::size_t mismatches = 0;
+    mismatch_log log;
     for (std::size_t i = 0; i < S::numel; ++i) {
-        mismatches += qh.data()[i] != q_want.data()[i];
-        mismatches += qwh.data()[i] != qw_want.data()[i];
-        mismatches += mh.data()[i] != m_want.data()[i];
-        mismatches += detail::numeric::to_bits(dh.data()[i]) != detail::numeric::to_bits(d_want.data()[i]);
-        mismatches += detail::numeric::to_bits(fh.data()[i]) != detail::numeric::to_bits(f_want.data()[i]);
+        const double input = x.data()[i];
+        if (qh.data()[i] != q_want.data()[i])
+            log.add("quantize [%zu] of %.9g: device %d, host %d", i, input, qh.data()[i], q_want.data()[i]);
+        if (qwh.data()[i] != qw_want.data()[i])
+            log.add("quantize (weight scheme) [%zu] of %.9g: device %d, host %d", i, input, qwh.data()[i], qw_want.data()[i]);
+        if (mh.data()[i] != m_want.data()[i])
+            log.add("fake_quantize_mask [%zu] of %.9g: device %d, host %d", i, input, int{mh.data()[i]}, int{m_want.data()[i]});
+        if (detail::numeric::to_bits(dh.data()[i]) != detail::numeric::to_bits(d_want.data()[i]))
+            log.add("dequantize [%zu]: device %.9g, host %.9g", i, double{dh.data()[i]}, double{d_want.data()[i]});
+        if (detail::numeric::to_bits(fh.data()[i]) != detail::numeric::to_bits(f_want.data()[i]))
+            log.add("fake_quantize [%zu] of %.9g: device %.9g, host %.9g", i, input, double{fh.data()[i]}, double{f_want.data()[i]});
     }
-    CHECK(mismatches == 0);
+    CHECK_NO_MISMATCH(log);
 }
 
 TEST_CASE("qtensor device: per-channel parameters, quantize_from and dequantized equal the host's")
@@ -127,10 +135,12 @@ TEST_CASE("qtensor device: per-channel parameters, quantize_from and dequantized
     Tensor<f32, S, Device> back = device.dequantized();
     const auto values = to_host(device.values());
     const auto got = to_host(back);
-    std::size_t mismatches = 0;
+    mismatch_log log;
     for (std::size_t i = 0; i < S::numel; ++i) {
-        mismatches += values.data()[i] != host.values().data()[i];
-        mismatches += detail::numeric::to_bits(got.data()[i]) != detail::numeric::to_bits(want.data()[i]);
+        if (values.data()[i] != host.values().data()[i])
+            log.add("qtensor::quantize_from [%zu]: device %d, host %d", i, values.data()[i], host.values().data()[i]);
+        if (detail::numeric::to_bits(got.data()[i]) != detail::numeric::to_bits(want.data()[i]))
+            log.add("qtensor::dequantized [%zu]: device %.9g, host %.9g", i, double{got.data()[i]}, double{want.data()[i]});
     }
-    CHECK(mismatches == 0);
+    CHECK_NO_MISMATCH(log);
 }

@@ -98,7 +98,7 @@ TEST_CASE("device Embedding: forward and weight gradient equal the host's bits")
     TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
     // the embedding's part is a scatter-add: bitwise; the positional part a column sum
     CHECK(std::memcmp(gd.data(), host.gradients(), 40 * 48 * sizeof(f32)) == 0);
-    CHECK(testing::relative_error(gd.data(), host.gradients(), n) <= 1e-6);
+    CHECK_RELATIVE_ERROR("Embedding + PositionalEmbedding gradients", gd.data(), host.gradients(), n, 1e-6);
 }
 
 TEST_CASE("device token model with a Residual block and MeanPool equals the host's")
@@ -114,13 +114,13 @@ TEST_CASE("device token model with a Residual block and MeanPool equals the host
         const auto dy = testing::random_host<f32, Shape<8, 10>>(14);
         const auto& yh = host.forward(tokens);
         const auto yd = to_host(device.forward(testing::to_device(tokens)));
-        CHECK(testing::relative_error(yd.data(), yh.data(), 80) <= tolerance);
+        CHECK_RELATIVE_ERROR("token model forward", yd.data(), yh.data(), 80, tolerance);
         host.backward(dy);
         device.backward(testing::to_device(dy));
         constexpr std::size_t n = decltype(host)::flat_numel;
         std::vector<f32> gd(n);
         TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
-        CHECK(testing::relative_error(gd.data(), host.gradients(), n) <= tolerance);
+        CHECK_RELATIVE_ERROR("token model gradients", gd.data(), host.gradients(), n, tolerance);
     }
 }
 
@@ -138,13 +138,13 @@ TEST_CASE("device attention with causal and key-padding masks equals the host's"
     const auto lengths_d = testing::to_device(lengths);
     const auto& yh = host.forward(x, lengths);
     const auto yd = to_host(device.forward(testing::to_device(x), lengths_d));
-    CHECK(testing::relative_error(yd.data(), yh.data(), yh.numel) <= 1e-4);
+    CHECK_RELATIVE_ERROR("masked attention forward", yd.data(), yh.data(), yh.numel, 1e-4);
     host.backward(dy);
     device.backward(testing::to_device(dy));
     constexpr std::size_t n = decltype(host)::flat_numel;
     std::vector<f32> gd(n);
     TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
-    CHECK(testing::relative_error(gd.data(), host.gradients(), n) <= 1e-4);
+    CHECK_RELATIVE_ERROR("masked attention gradients", gd.data(), host.gradients(), n, 1e-4);
 }
 
 TEST_CASE("device Vision Transformer (patches, encoder layers, mean pooling) equals the host's")

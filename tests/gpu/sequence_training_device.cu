@@ -98,7 +98,8 @@ TEST_CASE("gpu trainer: a captured causal token transformer with key padding ste
     // whatever its gradient's size, so rounding shows more than in one gradient.)
     std::vector<f32> device_parameters(decltype(graph_net)::flat_numel);
     std::memcpy(device_parameters.data(), parameters_of(graph_net).data(), device_parameters.size() * sizeof(f32));
-    CHECK(testing::relative_error(device_parameters.data(), host_net.parameters(), device_parameters.size()) <= 1e-3);
+    CHECK_RELATIVE_ERROR("transformer parameters after captured steps", device_parameters.data(), host_net.parameters(),
+                         device_parameters.size(), 1e-3);
 }
 
 TEST_CASE("gpu trainer: in a captured step a bad token makes the step non-finite; check_batches throws first")

@@ -216,8 +216,10 @@ else
 fi
 
 sanitizer=""
+nvcc_bin=/nonexistent
+nvcc_path="$(command -v nvcc 2>/dev/null)" && nvcc_bin="$(dirname "$(readlink -f "$nvcc_path")")"
 for candidate in "$(command -v compute-sanitizer 2>/dev/null)" "${CUDA_HOME:-/nonexistent}/bin/compute-sanitizer" \
-    /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    "$nvcc_bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
     [[ -n "$candidate" && -x "$candidate" ]] && { sanitizer="$candidate"; break; }
 done
 if ((gpu && !quick)); then
@@ -266,7 +268,7 @@ run_row() {
     elif grep -q '^skipped: no CUDA device' <<<"$output"; then
         status=skip detail="no GPU"
     elif grep -qE 'test cases: +0 \|' <<<"$output"; then
-        status=fail detail="no test case matched ${args}"
+        status=fail detail="no test case ran${args:+ (arguments: ${args//|/ })}"
     else
         status=pass
     fi

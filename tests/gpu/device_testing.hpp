@@ -2,6 +2,7 @@
 // outputs, for the GPU tests.
 #pragma once
 
+#include "bitwise_equal.hpp"
 #include "tensor_testing.hpp"
 
 namespace testing {

@@ -228,5 +228,5 @@ TEST_CASE("device: augmenting raw bytes on the device is bit-identical to the ho
     x = data::augment<28, 28, 1>(data::pixel_batch<S, Device>{raw_device.data()}, options, 3, 17);
     Tensor<bf16, Shape<300, 784>, Host> x_host = data::augment<28, 28, 1>(
         data::pixel_batch<Shape<300, 784>, Host>{raw.data()}, options, 3, 17);
-    CHECK(std::memcmp(to_host(x).data(), x_host.data(), sizeof(bf16) * S::numel) == 0);
+    CHECK_BITWISE_EQUAL("data::augment (crop, flip, normalise)", to_host(x).data(), x_host.data(), S::numel);
 }

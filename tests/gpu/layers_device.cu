@@ -39,7 +39,7 @@ TEST_CASE("device dropout draws the host's mask")
     Tensor<f32, S, Host> yd;
     copy(yd, device.forward(xd));
     current_stream().synchronize();
-    CHECK(std::memcmp(yd.data(), yh.data(), S::numel * sizeof(f32)) == 0);
+    CHECK_BITWISE_EQUAL("dropout forward (Philox mask)", yd.data(), yh.data(), S::numel);
 }
 
 TEST_CASE("device Checkpointed and Offloaded segments equal the host's (recomputed; copied to pinned memory and back)")

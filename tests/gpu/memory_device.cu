@@ -1,5 +1,6 @@
 // Device memory: copies between places, out-of-memory, CUDA errors, and an
 // array_loader's prefetched batches against the host loader's.
+#include "bitwise_equal.hpp"
 #include "tensor_testing.hpp"
 
 #include <chrono>
@@ -21,7 +22,7 @@ TEST_CASE("device: host -> device -> pinned -> host round trips keep every bit")
     copy(pinned, d);
     current_stream().synchronize();
     copy(back, pinned);
-    CHECK(std::memcmp(x.data(), back.data(), x.bytes) == 0);
+    CHECK_BITWISE_EQUAL("host -> device -> pinned -> host copy", back.data(), x.data(), x.numel);
 }
 
 TEST_CASE("device: out of memory throws, frees nothing it should not, and the device stays usable")
@@ -91,9 +92,10 @@ void check_against_host(const byte_images& set, data::shard part)
     for (std::size_t k = 0; expected.next(h); ++k) {
         CAPTURE(k);
         const std::byte* from = results.data() + k * per_batch;
-        CHECK(std::memcmp(from, h.x().data(), x_bytes) == 0);
-        CHECK(std::memcmp(from + x_bytes, h.targets().data(), row_bytes) == 0);
-        CHECK(std::memcmp(from + x_bytes + row_bytes, h.valid().data(), row_bytes) == 0);
+        CHECK_BITWISE_EQUAL("array_loader batch images", from, reinterpret_cast<const std::byte*>(h.x().data()), x_bytes);
+        CHECK_BITWISE_EQUAL("array_loader batch targets", from + x_bytes, reinterpret_cast<const std::byte*>(h.targets().data()), row_bytes);
+        CHECK_BITWISE_EQUAL("array_loader batch valid mask", from + x_bytes + row_bytes,
+                            reinterpret_cast<const std::byte*>(h.valid().data()), row_bytes);
     }
 }
 

@@ -36,7 +36,7 @@ void check_device_matches_host(double tolerance)
     using HM = decltype(host);
     std::vector<T> device_parameters(HM::flat_numel);
     TENET_CUDA_CHECK(cudaMemcpy(device_parameters.data(), device.parameters(), HM::flat_numel * sizeof(T), cudaMemcpyDeviceToHost));
-    CHECK(std::memcmp(device_parameters.data(), host.parameters(), HM::flat_numel * sizeof(T)) == 0);
+    CHECK_BITWISE_EQUAL("parameters drawn from the same seed", device_parameters.data(), host.parameters(), HM::flat_numel);
 
     const auto x = random_host<T, In>(12);
     const auto dy = random_host<T, Out>(13);

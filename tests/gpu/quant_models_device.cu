@@ -81,7 +81,7 @@ void check_int8_on_device(std::uint64_t model_seed, std::uint64_t seed, double t
     const auto yd = testing::to_host(qd.forward(testing::to_device(x)));
     const auto& acc_h = qh.template unit<1>().accumulators();
     const auto acc_d = testing::to_host(qd.template unit<1>().accumulators());
-    CHECK(std::memcmp(acc_h.data(), acc_d.data(), acc_h.bytes) == 0);
+    CHECK_BITWISE_EQUAL("int8 unit accumulators (IMMA)", acc_d.data(), acc_h.data(), acc_h.numel);
     CHECK(largest_difference(yh, yd) < tolerance);
 }
 

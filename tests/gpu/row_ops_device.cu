@@ -161,8 +161,8 @@ void compare_layernorm(std::uint64_t seed, double offset, double spread)
     expect_agree(log, "dgamma", dg, dg_host, sum_ulps(static_cast<std::size_t>(rows)), 2 * rows);
     expect_agree(log, "dbeta", db, db_host, sum_ulps(static_cast<std::size_t>(rows)), 2 * rows);
     const auto g1 = to_host(dg), g2 = to_host(dg2), b1 = to_host(db), b2 = to_host(db2);
-    CHECK(std::memcmp(g1.data(), g2.data(), sizeof(f32) * n) == 0);  // deterministic: same bits again
-    CHECK(std::memcmp(b1.data(), b2.data(), sizeof(f32) * n) == 0);
+    CHECK_BITWISE_EQUAL("layernorm dgamma, run twice", g2.data(), g1.data(), n);  // deterministic: same bits again
+    CHECK_BITWISE_EQUAL("layernorm dbeta, run twice", b2.data(), b1.data(), n);
 
     const misaligned<T, S> x_odd(x);
     Tensor<T, S, Device> y_odd;
@@ -421,7 +421,7 @@ void compare_top_k(std::uint64_t seed)
             top_k(device, sd, k, count);
             const auto got = to_host(device);
             INFO(numeric_traits<T>::name, " N ", N, ", k ", k, ", count ", count);
-            CHECK(std::memcmp(got.data(), host.data(), sizeof(i32) * N) == 0);
+            CHECK_BITWISE_EQUAL("top_k positions", got.data(), host.data(), N);
         }
     }
     Tensor<i32, Shape<10>, Device> few;  // errors before anything runs

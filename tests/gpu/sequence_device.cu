@@ -97,7 +97,7 @@ TEST_CASE("device Embedding: forward and weight gradient equal the host's bits")
     std::vector<f32> gd(n);
     TENET_CUDA_CHECK(cudaMemcpy(gd.data(), device.gradients(), n * sizeof(f32), cudaMemcpyDeviceToHost));
     // the embedding's part is a scatter-add: bitwise; the positional part a column sum
-    CHECK(std::memcmp(gd.data(), host.gradients(), 40 * 48 * sizeof(f32)) == 0);
+    CHECK_BITWISE_EQUAL("Embedding weight gradient (scatter_add_rows)", gd.data(), host.gradients(), 40 * 48);
     CHECK_RELATIVE_ERROR("Embedding + PositionalEmbedding gradients", gd.data(), host.gradients(), n, 1e-6);
 }
 

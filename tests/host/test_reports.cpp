@@ -4,10 +4,12 @@
 // lines of the device benchmarks (bench/support).
 #include <doctest/doctest.h>
 
+#include "bitwise_equal.hpp"
 #include "relative_error.hpp"
 #include "support/json_line.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <vector>
@@ -60,4 +62,20 @@ TEST_CASE("json_line: one object per line, strings escaped, non-finite numbers n
                                  .text();
     CHECK(line == "{\"bench\": \"device_row_ops\", \"op\": \"soft\\\"max\\\\\", \"rows\": 65536, \"log2\": 26, "
                   "\"gbs\": 2861.25, \"copy_gbs\": null, \"ms\": null}");
+}
+
+TEST_CASE("bitwise_report: empty when every bit agrees, else the count and the first element's bits")
+{
+    std::vector<float> want{1.5f, -0.0f, 3.25f, 7.0f};
+    std::vector<float> got = want;
+    CHECK(testing::bitwise_report("scatter_add_rows", got.data(), want.data(), want.size()).empty());
+    got[1] = 0.0f;  // equal as numbers, not as bits
+    got[3] = 7.5f;
+    const std::string report = testing::bitwise_report("scatter_add_rows", got.data(), want.data(), want.size());
+    INFO(report);
+    CHECK(report == "scatter_add_rows: 2 of 4 elements differ in their bits; first [1] device 0x00000000 (0), host "
+                    "0x80000000 (-0)");
+    const std::byte a[3]{std::byte{1}, std::byte{2}, std::byte{3}}, b[3]{std::byte{1}, std::byte{2}, std::byte{0xfe}};
+    CHECK(testing::bitwise_report("batch bytes", a, b, 3) ==
+          "batch bytes: 1 of 3 elements differ in their bits; first [2] device 0x03, host 0xfe");
 }

@@ -49,7 +49,6 @@ while (($#)); do
 done
 ((${#stages[@]})) || stages=(build tests bench)
 jobs="$(nproc)"
-benchmarks=(bench_device_elementwise bench_device_matmul bench_device_row_ops bench_device_train_step bench_device_attention)
 # What a GPU machine with PyTorch for CUDA 13 has beside it (check-bundle's venv).
 bundle_wheels=(nvidia-cublas nvidia-cudnn-cu13 nvidia-nccl-cu13)
 gpu_deb_packages=(doctest-dev libeigen3-dev zlib1g-dev zlib1g libbenchmark-dev libbenchmark1debian)
@@ -146,20 +145,24 @@ stage_tests() {
     return "$status"
 }
 
+# Every benchmark row of the manifest (cmake/TenetDeviceBundle.cmake), with
+# its full arguments; each one's output to its own file.
 stage_bench() {
-    local name failed=0
-    for name in "${benchmarks[@]}"; do
+    local kind name binary expected quick args argv=() ran=0 failed=0
+    while IFS=$'\t' read -r kind name binary expected quick args; do
+        [[ "$kind" == bench ]] || continue
+        argv=()
+        [[ -n "$args" ]] && IFS='|' read -r -a argv <<<"$args"
         echo "== $name"
-        if "$dir/bench/$name" >"$logs/$name.txt" 2>&1; then tail -n 3 "$logs/$name.txt"; else failed=$((failed + 1)); tail -n 20 "$logs/$name.txt"; fi
-    done
-    echo "== bench_device_train_step --model cnn"  # the Fashion-MNIST CNN's step (issue 16)
-    if "$dir/bench/bench_device_train_step" --model cnn >"$logs/bench_device_train_step_cnn.txt" 2>&1; then
-        tail -n 3 "$logs/bench_device_train_step_cnn.txt"
-    else
-        failed=$((failed + 1))
-        tail -n 20 "$logs/bench_device_train_step_cnn.txt"
-    fi
-    summary+=("benchmarks: $((${#benchmarks[@]} + 1)) run, $failed failed, figures in $logs/bench_device_*.txt")
+        ran=$((ran + 1))
+        if "$dir/bench/$binary" "${argv[@]}" >"$logs/$name.txt" 2>&1; then
+            tail -n 3 "$logs/$name.txt"
+        else
+            failed=$((failed + 1))
+            tail -n 20 "$logs/$name.txt"
+        fi
+    done < <(tail -n +2 "$dir/device_bundle/manifest.tsv")
+    summary+=("benchmarks: $ran run, $failed failed, figures in $logs/bench_device_*.txt")
     return "$((failed > 0))"
 }
 

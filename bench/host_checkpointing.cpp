@@ -66,7 +66,7 @@ run_result run(std::size_t steps)
             labels.data()[i] = (i + 1) % context != 0 ? tokens.data()[i + 1] : 0;
         const auto start = std::chrono::steady_clock::now();
         trainer.step(tokens, labels, valid);
-        out.losses.push_back(trainer.mean_loss());
+        out.losses.push_back(trainer.end_epoch().mean_loss);
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(seconds.begin() + 1, seconds.end());

@@ -47,7 +47,7 @@ void run(const char* model, const char* mode, const data::mnist_split& train_set
         profile::host_timer timer;
         loader.start_epoch(7, epoch);
         while (loader.next(b)) trainer.step(reshape<In>(b.x()), b.labels(), b.valid());
-        const double loss = trainer.mean_loss();  // (waits: nothing is in flight on the host anyway)
+        const double loss = trainer.end_epoch().mean_loss;  // (waits: nothing is in flight on the host anyway)
         if (epoch > 0) seconds.push_back(timer.seconds());
         std::fprintf(stderr, "%s %s epoch %llu: %.3f s, loss %.4f\n", model, mode,
                      static_cast<unsigned long long>(epoch), timer.seconds(), loss);

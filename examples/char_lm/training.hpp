@@ -171,6 +171,7 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
                 trainer.evaluate(in_place<i32, tokens_shape, Place>(v.tokens), in_place<i32, tokens_shape, Place>(v.labels),
                                  in_place<f32, tokens_shape, Place>(v.valid));
             val_nats = trainer.evaluation_loss();
+            trainer.reset_metrics();  // the next report's window starts here
             std::printf("%8zu %14.4f %14.4f %14.3f %14.3f %10.1f\n", step, train_nats, val_nats, train_nats / std::log(2.0),
                         val_nats / std::log(2.0), timer.seconds());
             std::fflush(stdout);

@@ -98,7 +98,7 @@ std::vector<std::size_t> most_uncertain(mlp_model<Place>& net, const data::mnist
     typename loader_t<Place>::batch b;
     Tensor<f32, pool_shape, Place> scores;
     batches.start_epoch(0, 0, /*shuffle=*/false);
-    net.eval();
+    nn::mode_scope evaluating(net, nn::mode::evaluation);  // (the caller's mode comes back at return)
     for (std::size_t first = 0; batches.next(b); first += batch)
         uncertainty_scores(make_view<Shape<batch>, Place>(scores.data() + first), net.forward(b.x()), kind);
     // a small margin is an uncertain one: the top k of -margin

@@ -157,7 +157,7 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
                 bar.update(done, loss, static_cast<double>(done * batch * trainer.world_size()) / timer.seconds());
             }
         }
-        loss = trainer.mean_loss();
+        loss = trainer.end_epoch().mean_loss;  // the epoch's mean, and a new window
         seconds += timer.seconds();
         bar.finish(loss, static_cast<double>(total_samples) / timer.seconds());
     }
@@ -170,7 +170,7 @@ double test_accuracy(Trainer& trainer, Loader& test_batches)
     typename Loader::batch b;
     test_batches.start_epoch(0, 0, /*shuffle=*/false);
     while (test_batches.next(b)) trainer.evaluate(model_input(trainer, b.x()), b.labels(), b.valid());
-    return trainer.accuracy();
+    return trainer.end_epoch().accuracy;
 }
 
 template <class Model>

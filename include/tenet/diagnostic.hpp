@@ -46,6 +46,20 @@ constexpr fixed_string<A + B> operator+(const fixed_string<A>& a, const fixed_st
     return joined;
 }
 
+// text_of<element_name<T>>(): a constexpr C string as a fixed_string.
+template <const char* const& Text>
+constexpr auto text_of()
+{
+    constexpr std::size_t n = [] {
+        std::size_t i = 0;
+        while (Text[i] != '\0') ++i;
+        return i;
+    }();
+    fixed_string<n> text;
+    for (std::size_t i = 0; i != n; ++i) text.chars[i] = Text[i];
+    return text;
+}
+
 namespace detail::diagnostic {
 
 constexpr std::size_t decimal_digits(std::size_t value)

@@ -56,3 +56,34 @@ TEST_CASE("device Checkpointed and Offloaded segments equal the host's (recomput
     testing::check_device_matches_host<offloaded, bf16_mixed, Shape<256, 64>, Shape<256, 10>>(2e-2);
     static_assert(nn::model<offloaded, fp32, Shape<256, 64>, Device>::offloaded_bytes > 0);
 }
+
+TEST_CASE("device at_batch shares the parameters; predict takes host rows and equals the full batch")
+{
+    using net = nn::Sequential<nn::BatchNorm2d<3>, nn::Flatten, nn::Linear<48, 16>, nn::ReLU, nn::Linear<16, 5>>;
+    using In = Shape<8, 4, 4, 3>;
+    nn::model<net, fp32, In, Device> owner(31);
+    owner.forward(testing::to_device(testing::random_host<f32, In>(32)));  // running statistics move
+    const auto x = testing::random_host<f32, In>(34);
+    Tensor<f32, Shape<8, 5>, Host> want;
+    owner.eval();
+    copy(want, owner.forward(testing::to_device(x)));
+    owner.train();
+
+    auto one = nn::at_batch<1>(owner);
+    CHECK(one.parameters() == owner.parameters());
+    CHECK(one.buffers() == owner.buffers());
+    Tensor<f32, Shape<3, 4, 4, 3>, Host> three;  // host rows into the device model, host predictions out
+    std::memcpy(three.data(), x.data(), three.numel * sizeof(f32));
+    Tensor<f32, Shape<3, 5>, Host> y, single;
+    owner.predict(three, y, 3);
+    current_stream().synchronize();
+    CHECK(owner.training());
+    CHECK_BITWISE_EQUAL("predict(3 rows) vs the full batch", y.data(), want.data(), 15);
+    for (std::size_t i = 0; i < 3; ++i) {
+        Tensor<f32, Shape<1, 4, 4, 3>, Host> row;
+        std::memcpy(row.data(), x.data() + i * 48, 48 * sizeof(f32));
+        one.predict(row, single, 1);
+        current_stream().synchronize();
+        for (std::size_t j = 0; j < 5; ++j) CHECK(single.data()[j] == doctest::Approx(want.data()[i * 5 + j]).epsilon(1e-5));
+    }
+}

@@ -204,25 +204,27 @@ TEST_CASE("checkpoint file: exact bytes, and a round trip of random sections")
     }
 }
 
-TEST_CASE("find_section returns a section of the expected size, else format_error")
+TEST_CASE("find_section returns a section of the expected size, else format_error naming the file and section")
 {
     std::mt19937_64 rng(3);
     const checkpoint_contents c = small_contents(rng);
-    const checkpoint_section& m = tenet::io::find_section(c, "adam.m", 11);
+    const std::string path = "/some/dir/run.ckpt";
+    const checkpoint_section& m = tenet::io::find_section(path, c, "adam.m", 11);
     CHECK(&m == &c.sections[2]);
-    CHECK(tenet::io::find_section(c, "empty", 0).bytes.empty());
+    CHECK(tenet::io::find_section(path, c, "empty", 0).bytes.empty());
+    const std::string prefix = "tenet: " + path + ": checkpoint at step " + std::to_string(c.step) + ": ";
     try {
-        (void)tenet::io::find_section(c, "adam.v", 11);
+        (void)tenet::io::find_section(path, c, "adam.v", 11);
         FAIL("no error");
     } catch (const tenet::format_error& e) {
-        CHECK(contains(e.what(), "no section \"adam.v\" (it has \"params\", \"empty\", \"adam.m\")"));
-        CHECK(contains(e.what(), std::to_string(c.step)));
+        CHECK(std::string(e.what()) == prefix + "no section \"adam.v\" (it has \"params\", \"empty\", \"adam.m\")");
+        CHECK(e.path() == path);
     }
     try {
-        (void)tenet::io::find_section(c, "params", 36);
+        (void)tenet::io::find_section(path, c, "params", 36);
         FAIL("no error");
     } catch (const tenet::format_error& e) {
-        CHECK(contains(e.what(), "section \"params\" has 37 bytes, expected 36"));
+        CHECK(std::string(e.what()) == prefix + "section \"params\" has 37 bytes, expected 36");
     }
 }
 

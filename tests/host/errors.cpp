@@ -59,6 +59,42 @@ TEST_CASE("require_device throws a clear error exactly when there is no device")
     }
 }
 
+TEST_CASE("without an NVIDIA driver, CUDA errors say that no driver was found")
+{
+    using tenet::detail::memory::describe_cuda_status;
+    auto cuda_words = [](cudaError_t status) {
+        return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
+    };
+    CHECK(describe_cuda_status(cudaErrorInsufficientDriver, false) ==
+          "no NVIDIA driver was found (libcuda.so.1 cannot be loaded; cudaErrorInsufficientDriver)");
+    // A driver too old for the runtime keeps CUDA's words, and so does every other status.
+    CHECK(describe_cuda_status(cudaErrorInsufficientDriver, true) == cuda_words(cudaErrorInsufficientDriver));
+    CHECK(contains(cuda_words(cudaErrorInsufficientDriver), "insufficient"));
+    CHECK(describe_cuda_status(cudaErrorMemoryAllocation, false) == cuda_words(cudaErrorMemoryAllocation));
+    CHECK(describe_cuda_status(cudaErrorNoDevice, false) == cuda_words(cudaErrorNoDevice));
+
+    const bool driver = tenet::detail::memory::nvidia_driver_installed();
+    if (tenet::has_device()) CHECK(driver);
+    if (!driver) {  // this machine has none: what a Device program sees
+        int count = -1;
+        REQUIRE(cudaGetDeviceCount(&count) == cudaErrorInsufficientDriver);
+        try {
+            tenet::require_device();
+            FAIL("no exception");
+        } catch (const tenet::no_device_error& e) {
+            CHECK(contains(e.what(), "tenet: no CUDA device: device work needs a GPU, and no NVIDIA driver was found"));
+            CHECK_FALSE(contains(e.what(), "insufficient"));
+        }
+        try {
+            TENET_CUDA_CHECK(cudaGetDeviceCount(&count));
+            FAIL("no exception");
+        } catch (const tenet::cuda_error& e) {
+            CHECK(contains(e.what(), "no NVIDIA driver was found"));
+            CHECK(e.code() == cudaErrorInsufficientDriver);
+        }
+    }
+}
+
 TEST_CASE("the version in config.hpp is the CMake project's version")
 {
     CHECK(std::string(TENET_VERSION_STRING) == TENET_TEST_PROJECT_VERSION);

@@ -359,3 +359,159 @@ TEST_CASE("model: byte counts, flat buffers and parameter names")
     CHECK(std::memcmp(m.parameters(), same.parameters(), M::flat_numel * sizeof(bf16)) == 0);
     CHECK(std::memcmp(m.parameters(), other.parameters(), M::flat_numel * sizeof(bf16)) != 0);
 }
+
+TEST_CASE("at_batch shares the parameters; predict pads, runs in eval mode and restores the mode")
+{
+    using net = nn::Sequential<nn::BatchNorm2d<3>, nn::Flatten, nn::Linear<48, 16>, nn::ReLU, nn::Linear<16, 5>>;
+    using In = Shape<8, 4, 4, 3>;
+    using Row = Shape<1, 4, 4, 3>;
+    using M = nn::model<net, fp32, In, Host>;
+    M owner(31);
+    owner.forward(random_tensor<f32, In>(32));  // training forwards: running statistics away from 0 and 1
+    owner.forward(random_tensor<f32, In>(33));
+    const auto x = random_tensor<f32, In>(34);
+    const auto reference = [&] {  // the full batch's forward in evaluation mode
+        owner.eval();
+        Tensor<f32, Shape<8, 5>, Host> y;
+        y = owner.forward(x);
+        owner.train();
+        return y;
+    };
+    auto want = reference();
+    std::vector<f32> buffers_before(owner.buffers(), owner.buffers() + M::buffer_numel);
+
+    auto one = nn::at_batch<1>(owner);
+    static_assert(std::is_same_v<decltype(one)::input_shape, Row>);
+    CHECK(one.shares_parameters());
+    CHECK(!owner.shares_parameters());
+    CHECK(one.parameters() == owner.parameters());
+    CHECK(one.buffers() == owner.buffers());
+    CHECK(!one.training());  // a training forward would move the shared running statistics
+    const auto row_of = [&](std::size_t i) {
+        Tensor<f32, Row, Host> r;
+        std::memcpy(r.data(), x.data() + i * Row::numel, Row::numel * sizeof(f32));
+        return r;
+    };
+    for (std::size_t i = 0; i < 8; ++i) {
+        const auto& y = one.forward(row_of(i));
+        INFO("row " << i);
+        CHECK(std::memcmp(y.data(), want.data() + i * 5, 5 * sizeof(f32)) == 0);
+    }
+
+    // predict: 3 rows, the other 5 padding; y's rows past 3 are not written
+    Tensor<f32, Shape<3, 4, 4, 3>, Host> three;
+    std::memcpy(three.data(), x.data(), three.numel * sizeof(f32));
+    Tensor<f32, Shape<6, 5>, Host> y;
+    assign(y.view(), std::numeric_limits<f32>::quiet_NaN());
+    REQUIRE(owner.training());
+    owner.predict(three, y, 3);
+    CHECK(owner.training());  // the mode it found
+    CHECK(std::memcmp(y.data(), want.data(), 3 * 5 * sizeof(f32)) == 0);
+    for (std::size_t i = 15; i < y.numel; ++i) CHECK(std::isnan(y.data()[i]));
+    CHECK(std::memcmp(buffers_before.data(), owner.buffers(), M::buffer_numel * sizeof(f32)) == 0);
+    // the same through the batch-1 model, row by row
+    Tensor<f32, Shape<1, 5>, Host> single;
+    one.train();
+    one.predict(row_of(2), single, 1);
+    CHECK(one.training());
+    CHECK(std::memcmp(single.data(), want.data() + 2 * 5, 5 * sizeof(f32)) == 0);
+    one.eval();
+
+    // shared, not copied: an update of the owner's parameters is seen at once
+    for (std::size_t i = 0; i < M::flat_numel; ++i) owner.parameters()[i] *= 1.5f;
+    want = reference();
+    CHECK(std::memcmp(one.forward(row_of(5)).data(), want.data() + 5 * 5, 5 * sizeof(f32)) == 0);
+
+    // refused: more rows than the batch (or than x holds), and a backward without gradients
+    CHECK_THROWS_AS(owner.predict(x, y, 9), tenet::error);
+    CHECK_THROWS_AS(owner.predict(three, y, 4), tenet::error);
+    CHECK(owner.training());
+    CHECK_THROWS_AS(one.backward(Tensor<f32, Shape<1, 5>, Host>{}), tenet::error);
+    // a shared model outliving its owner is refused, not a read of freed memory
+    std::optional<nn::model<net, fp32, Row, Host>> orphan;
+    {
+        M short_lived(35);
+        orphan.emplace(nn::share_parameters, short_lived);
+        CHECK_NOTHROW(orphan->forward(row_of(0)));
+    }
+    CHECK_THROWS_AS(orphan->forward(row_of(0)), tenet::error);
+
+    // a forward that throws inside predict (a token past the vocabulary) leaves the mode as it found it
+    nn::model<nn::Sequential<nn::Embedding<10, 4>>, fp32, Shape<4, 3>, Host> embed(36);
+    Tensor<i32, Shape<2, 3>, Host> tokens;
+    Tensor<f32, Shape<2, 3, 4>, Host> vectors;
+    assign(tokens.view(), 2);
+    embed.predict(tokens, vectors, 2);
+    CHECK(vectors(1, 2, 3) == embed.parameters()[2 * 4 + 3]);
+    tokens(1, 1) = 10;
+    CHECK_THROWS_AS(embed.predict(tokens, vectors, 2), tenet::index_error);
+    CHECK(embed.training());
+    embed.eval();
+    CHECK_THROWS_AS(embed.predict(tokens, vectors, 2), tenet::index_error);
+    CHECK(!embed.training());
+}
+
+// (a named namespace: nvcc warns of members of an unnamed one that only the concepts name)
+namespace user_layers {
+
+// A user's layer on nn::parameterised_layer: y = x * scale + shift, saying
+// only its parameters, shapes, forward and backward.
+template <std::size_t N>
+struct scale_shift {
+    using scale = nn::parameter<"scale", Shape<N>, nn::init_ones>;
+    using shift = nn::parameter<"shift", Shape<N>>;  // zeros
+    template <class S>
+    using output_shape = S;
+    template <precision_policy P, class S, class Place>
+    struct layer : nn::parameterised_layer<P, Place, scale, shift> {
+        using layer::parameterised_layer::parameterised_layer;
+        using matrix = nn::matrix_shape_t<S>;
+        template <class X, class Y>
+        void forward(const X& x, const Y& y, const nn::step_info&)
+        {
+            input_ = nn::contiguous_as<matrix>(x).data();
+            assign(nn::contiguous_as<matrix>(y), nn::contiguous_as<matrix>(x) * this->value(scale{}) + this->value(shift{}));
+        }
+        template <class DY, class DX, class Prev>
+        void backward(const DY& dy, const DX& dx, const nn::step_info&, Prev&)
+        {
+            const auto g = nn::contiguous_as<matrix>(dy);
+            assign(this->gradient(scale{}), sum<0>(g * make_view<matrix, Place>(input_)));
+            assign(this->gradient(shift{}), sum<0>(g));
+            if constexpr (!nn::is_no_input_gradient<DX>) assign(nn::contiguous_as<matrix>(dx), g * this->value(scale{}));
+        }
+        const typename P::storage* input_ = nullptr;
+    };
+};
+
+}  // namespace user_layers
+
+using user_layers::scale_shift;
+
+TEST_CASE("parameterised_layer supplies counts, binding, initialisers and names for a user's layer")
+{
+    static_assert(nn::layer_spec<scale_shift<8>, fp32, Shape<4, 8>, Host> &&
+                  nn::layer_spec<scale_shift<8>, bf16_mixed, Shape<4, 8>, Host> &&
+                  nn::layer_spec<scale_shift<8>, fp16_mixed, Shape<2, 3, 8>, Host>);
+    using L = scale_shift<8>::layer<bf16_mixed, Shape<4, 8>, Host>;
+    static_assert(L::parameter_count == 16 && L::parameter_numel == 2 * nn::padded_numel<bf16>(8));
+    static_assert(L::activation_bytes == 0 && !L::wants_preactivation_gradient);
+
+    using net = nn::Sequential<nn::Linear<6, 8>, scale_shift<8>>;
+    nn::model<net, fp32, Shape<4, 6>, Host> m(9);
+    const auto table = parameter_table(m);
+    REQUIRE(table.size() == 4);
+    // in the order listed, each on its own 256-byte boundary after the Linear's
+    CHECK(table.at("1.scale").first == table.at("0.bias").first + nn::padded_numel<f32>(8));
+    CHECK(table.at("1.shift").first == table.at("1.scale").first + nn::padded_numel<f32>(8));
+    for (std::size_t j = 0; j < 8; ++j) {
+        CHECK(m.parameters()[table.at("1.scale").first + j] == 1.0f);
+        CHECK(m.parameters()[table.at("1.shift").first + j] == 0.0f);
+    }
+    // drawn again: ones and zeros again, over whatever was there
+    for (std::size_t i = 0; i < decltype(m)::flat_numel; ++i) m.parameters()[i] = 5.0f;
+    m.initialize(9);
+    CHECK(m.parameters()[table.at("1.scale").first + 3] == 1.0f);
+    CHECK(m.parameters()[table.at("1.shift").first + 3] == 0.0f);
+    check_gradients_f64<nn::model<net, f64_policy, Shape<4, 6>, Host>>(10);
+}

@@ -320,6 +320,13 @@ TEST_CASE("read_npy reads versions 2.0 and 3.0, any key order and NumPy's spelli
         CHECK(a.shape == shape_t{2, 1});
         CHECK(io::load_npy<i8>(path).values == std::vector<i8>{-1, 127});
     }
+    // Python's whitespace before, inside and after the dict, and trailing
+    // commas in the dict and the tuple, as literal_eval takes them.
+    write_bytes(path, npy_file(1, " \t\n{ 'descr' :'<f4' ,\n'fortran_order':False,'shape':( 2 , ) , } \r\n", data));
+    CHECK(io::read_npy(path).shape == shape_t{2});
+    CHECK(io::load_npy<f32>(path).values == std::vector<f32>{1.0f, -2.0f});
+    write_bytes(path, npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (00, 0,)}", {}));
+    CHECK(io::read_npy(path).shape == shape_t{0, 0});
     // The padding is not required to reach 64 bytes.
     const std::string unpadded = "{'descr': '<u2', 'fortran_order': False, 'shape': (2,), }";
     write_bytes(path, bytes_of("\x93NUMPY\x01\x00"s + static_cast<char>(unpadded.size()) + '\0' + unpadded) +
@@ -451,7 +458,21 @@ TEST_CASE("every malformed file is a format_error, and load_npy leaves its desti
          "needs 4294967295 bytes, 2 remain"},
         {"a header length cut short", bytes_of(v1 + "\x10"), "needs 2 bytes, 1 remain"},
         {"empty header", bytes_of(v1 + "\x00\x00"s) + six, "expected '{' at character 0"},
-        {"space before the dict", npy_file(1, " " + f32_dict("(2, 3)"), six), "expected '{' at character 0"},
+        {"a dict after text", npy_file(1, "x" + f32_dict("(2, 3)"), six), "expected '{' at character 0"},
+        {"an extent with a leading zero", npy_file(1, f32_dict("(2, 03)"), six), "an extent with a leading zero"},
+        {"an extent with a sign", npy_file(1, f32_dict("(2, +3)"), six), "expected an extent"},
+        {"two trailing commas in the shape", npy_file(1, f32_dict("(2, 3,,)"), six), "expected an extent"},
+        {"two trailing commas in the dict", npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3),, }", six),
+         "expected a quoted string"},
+        {"a lower-case false", npy_file(1, "{'descr': '<f4', 'fortran_order': false, 'shape': (2, 3), }", six),
+         "expected True or False"},
+        {"True glued to a name", npy_file(1, "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2, 3), }", six),
+         "expected '}'"},
+        {"a bytes literal", npy_file(1, "{'descr': b'<f4', 'fortran_order': False, 'shape': (2, 3), }", six),
+         "expected a quoted string"},
+        {"descr not a string", npy_file(1, "{'descr': 4, 'fortran_order': False, 'shape': (2, 3), }", six),
+         "expected a quoted string"},
+        {"a NUL in the padding", npy_file(1, f32_dict("(2, 3)") + std::string(1, '\0'), six), "unexpected text after the dict"},
         {"not a dict", npy_file(1, "[1, 2]", six), "expected '{'"},
         {"key not quoted", npy_file(1, "{descr: '<f4'}", six), "expected a quoted string at character 1"},
         {"unterminated string", npy_file(1, "{'descr: '<f4', }", six), "expected ':'"},

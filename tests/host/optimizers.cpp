@@ -357,6 +357,37 @@ TEST_CASE("optimizers: no schedule means the rule's conventional rate; bad rates
     CHECK_THROWS_AS((train::optimizer(m, train::adamw{1.0f}, train::constant_lr{0.1f})), tenet::error);
     CHECK_THROWS_AS((train::optimizer(m, train::lamb{0.9f, 0.999f, -1.0f}, train::constant_lr{0.1f})), tenet::error);
     CHECK_NOTHROW((train::optimizer(m, train::sgd{0.9f, 0.0f, 0.0f, true}, train::constant_lr{0.1f})));
+
+    // Settings that would switch clipping off unseen, or give states the
+    // optimizer's own checkpoint loader refuses (a growth interval of 0
+    // leaves good_steps at or past it for good).
+    using change = void (*)(train::optimizer_options&);
+    const change bad[] = {
+        [](train::optimizer_options& o) { o.clip_norm = -1.0f; },
+        [](train::optimizer_options& o) { o.clip_norm = NAN; },
+        [](train::optimizer_options& o) { o.clip_norm = INFINITY; },
+        [](train::optimizer_options& o) { o.scaler.initial_scale = 0.0f; },
+        [](train::optimizer_options& o) { o.scaler.initial_scale = INFINITY; },
+        [](train::optimizer_options& o) { o.scaler.growth_factor = 0.5f; },
+        [](train::optimizer_options& o) { o.scaler.growth_factor = NAN; },
+        [](train::optimizer_options& o) { o.scaler.backoff_factor = 0.0f; },
+        [](train::optimizer_options& o) { o.scaler.backoff_factor = 1.5f; },
+        [](train::optimizer_options& o) { o.scaler.growth_interval = 0; },
+    };
+    for (std::size_t i = 0; i < std::size(bad); ++i) {
+        CAPTURE(i);
+        train::optimizer_options o;
+        bad[i](o);
+        CHECK_THROWS_AS((train::optimizer(m, train::adamw{}, train::constant_lr{0.1f}, o)), tenet::error);
+        host_model<fp16_mixed> scaled(6);
+        CHECK_THROWS_AS((train::optimizer(scaled, train::adamw{}, train::constant_lr{0.1f}, o)), tenet::error);
+    }
+    // The edges: a constant scale (growth and backoff 1), and the largest finite clip norm.
+    train::optimizer_options edges;
+    edges.clip_norm = std::numeric_limits<float>::max();
+    edges.scaler.growth_factor = edges.scaler.backoff_factor = 1.0f;
+    edges.scaler.growth_interval = 1;
+    CHECK_NOTHROW((train::optimizer(m, train::adamw{}, train::constant_lr{0.1f}, edges)));
 }
 
 namespace {

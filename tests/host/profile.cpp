@@ -256,3 +256,29 @@ TEST_CASE("progress_bar on a terminal redraws one line with carriage returns")
     CHECK(mask_times(out.str()) == mask_times("\r" + line1 + "\r" + line2 + std::string(5, ' ') + "\r" + line3 + "\r" +
                                               last + " " + "\n"));
 }
+
+TEST_CASE("optimization_notice: the exact line once, only for unoptimized code, from any number of threads")
+{
+    const std::string line = "tenet: compiled without optimization: host loops run about 20x slower\n";
+    tenet::profile::optimization_notice notice;
+    std::ostringstream out;
+    CHECK_FALSE(notice.report(out, false));  // optimized code: nothing, and the notice stays unwritten
+    CHECK(out.str().empty());
+    CHECK(notice.report(out, true));
+    CHECK_FALSE(notice.report(out, true));
+    CHECK(out.str() == line);
+
+    tenet::profile::optimization_notice shared;
+    std::vector<std::ostringstream> outs(8);
+    std::vector<int> wrote(outs.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+        threads.emplace_back([&, i] { wrote[i] = shared.report(outs[i], true); });
+    for (auto& t : threads) t.join();
+    int writers = 0;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        writers += wrote[i];
+        CHECK(outs[i].str() == (wrote[i] ? line : ""));
+    }
+    CHECK(writers == 1);
+}

@@ -251,7 +251,7 @@ TEST_CASE("prune: gradual and 2:4 pruning while a model trains")
             b.fill(test_set, first);
             t.evaluate(b.x, b.labels, b.valid);
         }
-        return t.accuracy();
+        return t.end_epoch().accuracy;
     };
     auto pruned_are_zero = [](M& net, const std::vector<char>& keep) {
         std::size_t nonzero = 0;

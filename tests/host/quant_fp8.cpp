@@ -339,7 +339,7 @@ TEST_CASE("fp8: an MLP trained with fp8_training<fp32> learns a 4-class task")
             b.fill(test_set, first);
             t.evaluate(b.x, b.labels, b.valid);
         }
-        return t.accuracy();
+        return t.end_epoch().accuracy;
     };
     const double before = accuracy();
     for (int epoch = 0; epoch < 9; ++epoch)

@@ -300,14 +300,69 @@ TEST_CASE("safetensors: every malformed file is a format_error")
         {"control character", file_of("{\"x\n\":{}}", "")},
         {"bad escape", file_of(R"({"x\q":{}})", "")},
         {"lone surrogate", file_of(R"({"\ud800":{}})", "")},
+        // RFC 8259 and the format, strictly (the reference implementation's serde_json)
+        {"trailing comma in an object", file_of(R"({"__metadata__":{"a":"b",}})", "")},
+        {"trailing comma after the last tensor", file_of("{" + entry("x", "F32", "[2]", 0, 8) + ",}", data8)},
+        {"trailing comma in an array", file_of("{" + entry("x", "F32", "[2,]", 0, 8) + "}", data8)},
+        {"single quotes", file_of("{'__metadata__':{}}", "")},
+        {"a leading zero in offsets", file_of(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,08]}})", data8)},
+        {"minus zero", file_of("{" + entry("x", "F32", "[-0]", 0, 0) + "}", "")},
+        {"an exponent", file_of("{" + entry("x", "F32", "[2e0]", 0, 8) + "}", data8)},
+        {"a literal where a string must be", file_of(R"({"__metadata__":{"a":true}})", "")},
+        {"null metadata", file_of(R"({"__metadata__":null})", "")},
+        {"a duplicate metadata key", file_of(R"({"__metadata__":{"a":"b","a":"c"}})", "")},
+        {"a space before the header", file_of(" {}", "")},
+        {"a newline after the header", file_of("{}\n", "")},
+        {"a tab after the header", file_of("{}\t", "")},
+        {"a NUL after the header", file_of(std::string("{}\0", 3), "")},
+        {"a second document", file_of("{}{}", "")},
+        {"a raw tab in a string", file_of("{\"__metadata__\":{\"a\t\":\"b\"}}", "")},
+        {"a lone continuation byte", file_of("{\"__metadata__\":{\"a\x80\":\"b\"}}", "")},
+        {"byte 0xFF", file_of("{\"__metadata__\":{\"a\xFF\":\"b\"}}", "")},
+        {"an overlong '/'", file_of("{\"__metadata__\":{\"\xC0\xAF\":\"b\"}}", "")},
+        {"an overlong 3-byte form", file_of("{\"__metadata__\":{\"\xE0\x80\xAF\":\"b\"}}", "")},
+        {"an encoded surrogate", file_of("{\"__metadata__\":{\"\xED\xA0\x80\":\"b\"}}", "")},
+        {"beyond U+10FFFF", file_of("{\"__metadata__\":{\"\xF4\x90\x80\x80\":\"b\"}}", "")},
+        {"a cut sequence", file_of("{\"__metadata__\":{\"\xE2\x82\":\"b\"}}", "")},
+        {"a lone low surrogate escape", file_of(R"({"__metadata__":{"\udc00":"b"}})", "")},
+        {"a high surrogate escape before a non-surrogate", file_of(R"({"__metadata__":{"\ud800\u0041":"b"}})", "")},
+        {"a short \\u escape", file_of(R"({"__metadata__":{"\u00e":"b"}})", "")},
     };
     for (const bad& c : cases) {
         const std::string what = c.why;
         CAPTURE(what);
         const std::string why = rejection(c.bytes);
         CHECK_FALSE(why.empty());
-        CHECK(why.find("tenet: ") == 0);
+        CHECK(why.find("tenet: " + temp_file("malformed.safetensors") + ": ") == 0);
     }
+}
+
+TEST_CASE("safetensors: the strict header still takes every escape, UTF-8 name, whitespace and space padding")
+{
+    const std::string path = temp_file("edge.safetensors");
+    const std::string data8(8, '\x01');
+    // Escapes of every kind (a surrogate pair included), raw UTF-8 of 2, 3
+    // and 4 bytes, U+0000 and U+10FFFF, whitespace between every token, the
+    // entry's keys in another order, and spaces after the object.
+    const std::string header = "{ \"__metadata__\" :\t{\"k\\\"\\\\\\/\\b\\f\\n\\r\\t\\u0001\\u00e9\\ud83d\\ude00\":\"\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF\"} ,\r\n"
+                               " \"w\\u0000\xE6\x97\xA5\" : { \"data_offsets\" : [ 0 , 8 ] , \"shape\" : [ 2 , 1 ] , \"dtype\" : \"F32\" } }    ";
+    write_bytes(path, file_of(header, data8));
+    const io::safetensors_file f(path);
+    const std::string key = "k\"\\/\b\f\n\r\t\x01\xC3\xA9\xF0\x9F\x98\x80";
+    CHECK(f.metadata().size() == 1);
+    CHECK(f.metadata().count(key) == 1);
+    CHECK(f.metadata().at(key) == "\xC3\xA9\xE6\x97\xA5\xF0\x9F\x98\x80\xF4\x8F\xBF\xBF");
+    const std::string name = std::string("w\0", 2) + "\xE6\x97\xA5";
+    REQUIRE(f.contains(name));
+    CHECK(f.at(name).shape == std::vector<std::size_t>{2, 1});
+    // Names written by save_tensors (escaped as needed) read back as they were.
+    const f32 two[2] = {1.5f, -2.0f};
+    const std::string odd = "a\"b\\c\n\x01\xE2\x82\xAC";
+    io::save_tensors(path, {io::tensor_of(odd, two, {2})}, {{odd, odd}});
+    const io::safetensors_file back(path);
+    CHECK(back.contains(odd));
+    CHECK(back.metadata().at(odd) == odd);
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("safetensors: every truncation and random corruption is rejected or read, never over-read")

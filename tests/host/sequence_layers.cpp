@@ -311,7 +311,7 @@ TEST_CASE("trainer: a token model learns the next token, padding rows masked")
         }
         tokens.data()[20] = 12345;  // in a padding row: staged as token 0, never read
         t.step(tokens, labels, valid);
-        const double loss = t.mean_loss();
+        const double loss = t.end_epoch().mean_loss;
         if (step == 0) first = loss;
         last = loss;
     }
@@ -619,7 +619,7 @@ TEST_CASE("trainer: a token transformer learns under every policy, with gradient
             for (std::size_t i = 0; i < 24; ++i) labels.data()[i] = i % 6 == 0 ? tokens.data()[i] : tokens.data()[i - 1];
             t.step(tokens, labels, valid);  // the previous token (the first: itself): needs attention
             if (step % 20 == 19) {
-                const double loss = t.mean_loss();
+                const double loss = t.end_epoch().mean_loss;
                 if (step == 19) first = loss;
                 last = loss;
             }

@@ -279,6 +279,8 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
         with_state([](train::step_state& s) { s.skipped = s.iteration + 1; }),
         with_state([](train::step_state& s) { s.good_steps = 1u << 30; }),
         with_state([](train::step_state& s) { s.last_lr = nan; }),
+        with_state([](train::step_state& s) { s.last_lr = -inf; }),
+        with_state([](train::step_state& s) { s.last_grad_norm = inf; }),
         with_value("master", 17, nan),
         with_value("state0", 3, inf),
         with_value("state1", 40, -inf),
@@ -290,6 +292,19 @@ TEST_CASE("trainer: load refuses checksum-valid nonsense and applies masks")
         CHECK(bits_of(net) == moved);
         CHECK(same(t.state(), moved_state));
     }
+    // Finite values at the edge of the float range are accepted (the bounds are inclusive).
+    constexpr float largest = std::numeric_limits<float>::max();
+    const auto edge = with_state([](train::step_state& s) {
+        s.loss_scale = s.last_lr = s.last_grad_norm = largest;
+    });
+    io::write_checkpoint_file(bad_path, edge);
+    t.load(bad_path);
+    CHECK(t.state().last_lr == largest);
+    CHECK(t.state().last_grad_norm == largest);
+    CHECK(t.state().loss_scale == largest);
+    io::write_checkpoint_file(bad_path, with_state([](train::step_state& s) { s.last_lr = -largest; }));
+    t.load(bad_path);
+    CHECK(t.state().last_lr == -largest);
     t.load(path);
     CHECK(bits_of(net) == parameters);
     CHECK(same(t.state(), state));

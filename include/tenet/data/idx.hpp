@@ -12,9 +12,10 @@
 #pragma once
 
 #include "../io/byte_reader.hpp"
+#include "../io/read_file.hpp"
 #include "../memory/error.hpp"
 
-#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -90,12 +91,9 @@ inline std::string dims_text(const std::vector<std::size_t>& dims)
 
 // An uncompressed file must hold what its dimensions claim: checked against
 // its size before anything is allocated.
-inline void check_raw_size(const std::string& path, std::size_t header, std::size_t total,
+inline void check_raw_size(const std::string& path, std::uint64_t size, std::size_t header, std::size_t total,
                            const std::vector<std::size_t>& dims)
 {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) throw io_error(path, std::string("cannot read: ") + std::strerror(errno));
-    const auto size = static_cast<std::uint64_t>(info.st_size);
     if (size < header + std::uint64_t{total})
         throw format_error(path, "truncated: dimensions " + dims_text(dims) + " need " + std::to_string(total) +
                                      " bytes of data, found " + std::to_string(size - header) +
@@ -126,9 +124,17 @@ inline std::size_t read_payload(gzFile file, std::vector<std::uint8_t>& out, std
 
 inline idx_array read_idx(const std::string& path)
 {
-    errno = 0;
-    detail::gz_file file(gzopen(path.c_str(), "rb"));
-    if (!file) throw io_error(path, std::string("cannot open: ") + (errno ? std::strerror(errno) : "out of memory"));
+    // Opened as every reader opens (a FIFO or device is refused at once);
+    // zlib reads a duplicate of the descriptor and closes it.
+    const io::readable_file raw(path);
+    const std::uint64_t size = io::file_size(raw.fd, path);
+    const int fd = ::dup(raw.fd);
+    if (fd < 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+    detail::gz_file file(gzdopen(fd, "rb"));
+    if (!file) {
+        ::close(fd);
+        throw io_error(path, "cannot open: out of memory");
+    }
     gzbuffer(file.get(), 1 << 17);
 
     unsigned char head[4];
@@ -163,7 +169,7 @@ inline idx_array read_idx(const std::string& path)
             throw format_error(path, "dimensions " + detail::dims_text(result.dims) + " exceed the limit of " +
                                          std::to_string(idx_max_bytes) + " bytes");
     }
-    if (gzdirect(file.get())) detail::check_raw_size(path, 4 + 4 * rank, total, result.dims);
+    if (gzdirect(file.get())) detail::check_raw_size(path, size, 4 + 4 * rank, total, result.dims);
 
     const std::size_t payload = detail::read_payload(file.get(), result.bytes, total, path);
     if (payload < total)

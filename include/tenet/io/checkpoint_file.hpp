@@ -271,21 +271,22 @@ inline checkpoint_contents read_checkpoint_file(const std::string& path, const s
     return contents;
 }
 
-// The section called name, which must hold exactly expected_bytes.
-inline const checkpoint_section& find_section(const checkpoint_contents& contents, std::string_view name,
-                                              std::size_t expected_bytes)
+// The section called name, which must hold exactly expected_bytes; the
+// format_error names the file (path) and the section.
+inline const checkpoint_section& find_section(const std::string& path, const checkpoint_contents& contents,
+                                              std::string_view name, std::size_t expected_bytes)
 {
-    const std::string where = "checkpoint at step " + std::to_string(contents.step);
+    const std::string where = "checkpoint at step " + std::to_string(contents.step) + ": ";
     const auto found = std::find_if(contents.sections.begin(), contents.sections.end(),
                                     [&](const checkpoint_section& s) { return s.name == name; });
     if (found == contents.sections.end()) {
         std::string present;
         for (const checkpoint_section& s : contents.sections) present += (present.empty() ? "\"" : ", \"") + s.name + "\"";
-        throw format_error(where, "no section \"" + std::string(name) + "\" (it has " +
+        throw format_error(path, where + "no section \"" + std::string(name) + "\" (it has " +
                                       (present.empty() ? std::string("none") : present) + ")");
     }
     if (found->bytes.size() != expected_bytes)
-        throw format_error(where, "section \"" + found->name + "\" has " + std::to_string(found->bytes.size()) +
+        throw format_error(path, where + "section \"" + found->name + "\" has " + std::to_string(found->bytes.size()) +
                                       " bytes, expected " + std::to_string(expected_bytes));
     return *found;
 }

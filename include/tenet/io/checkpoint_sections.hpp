@@ -3,7 +3,7 @@
 // train::optimizer and train::trainer build their files from.
 //
 //   contents.sections.push_back(io::section_of<Device>("parameters", params, n, stream));
-//   const auto& s = io::find_section(contents, "parameters", n * sizeof(T));
+//   const auto& s = io::find_section(path, contents, "parameters", n * sizeof(T));
 //   io::check_finite<T>(path, s);                // every value finite, or format_error
 //   io::upload<Device>(params, s, stream);       // only once every section passed
 #pragma once

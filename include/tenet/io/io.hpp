@@ -11,6 +11,7 @@
 #include "checkpoint_sections.hpp"
 #include "mapped_file.hpp"
 #include "model_safetensors.hpp"
+#include "model_values.hpp"
 #include "npy.hpp"
 #include "read_file.hpp"
 #include "safetensors.hpp"

@@ -1,7 +1,10 @@
 // A strict reader for the small JSON documents file headers hold
-// (safetensors): objects, arrays, strings, non-negative integers. Every
-// malformed byte is a format_error naming its offset; nothing reads past the
-// text, and nesting is bounded so a hostile header cannot exhaust the stack.
+// (safetensors): objects, arrays, strings, non-negative integers, as RFC 8259
+// spells them -- no trailing commas, single quotes, leading zeros, raw
+// control characters, invalid UTF-8 (overlong forms, encoded surrogates,
+// beyond U+10FFFF) or lone surrogate escapes. Every malformed byte is a
+// format_error naming its offset; nothing reads past the text, and nesting
+// is bounded so a hostile header cannot exhaust the stack.
 #pragma once
 
 #include "../memory/error.hpp"
@@ -62,6 +65,10 @@ public:
             const char c = next("an unterminated string");
             if (c == '"') return out;
             if (static_cast<unsigned char>(c) < 0x20) fail("a control character in a string");
+            if (static_cast<unsigned char>(c) >= 0x80) {
+                utf8_sequence(out, static_cast<unsigned char>(c));
+                continue;
+            }
             if (c != '\\') {
                 out += c;
                 continue;
@@ -98,10 +105,14 @@ public:
         return value;
     }
 
-    // Only whitespace may follow the document.
-    void end()
+    // The document must start at the first byte; only `padding` may follow it.
+    void start()
     {
-        skip_space();
+        if (text_.empty() || text_[0] != '{') fail("the header must start with '{'");
+    }
+    void end(char padding)
+    {
+        while (at_ < text_.size() && text_[at_] == padding) ++at_;
         if (at_ != text_.size()) fail("text after the end of the header");
     }
 
@@ -156,6 +167,27 @@ private:
             value = value * 16 + static_cast<unsigned>(digit);
         }
         return value;
+    }
+
+    // The rest of a UTF-8 sequence led by `lead` (>= 0x80), checked as RFC
+    // 3629 does: the shortest form, no surrogates, at most U+10FFFF.
+    void utf8_sequence(std::string& out, unsigned char lead)
+    {
+        int more;
+        unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+        if (lead >= 0xC2 && lead <= 0xDF) more = 1;
+        else if (lead >= 0xE0 && lead <= 0xEF) more = 2, low = lead == 0xE0 ? 0xA0 : 0x80, high = lead == 0xED ? 0x9F : 0xBF;
+        else if (lead >= 0xF0 && lead <= 0xF4) more = 3, low = lead == 0xF0 ? 0x90 : 0x80, high = lead == 0xF4 ? 0x8F : 0xBF;
+        else fail("invalid UTF-8 in a string");
+        out += static_cast<char>(lead);
+        for (int i = 0; i < more; ++i) {
+            const auto b = static_cast<unsigned char>(next("invalid UTF-8 in a string"));
+            if (b < (i == 0 ? low : 0x80) || b > (i == 0 ? high : 0xBF)) {
+                --at_;
+                fail("invalid UTF-8 in a string");
+            }
+            out += static_cast<char>(b);
+        }
     }
 
     // A \u escape's code point (a surrogate pair read whole).

@@ -19,11 +19,15 @@
 // - Strict by default: every missing, unexpected and mismatched (shape or
 //   dtype) name is listed in one tenet::error and the model is unchanged. Not
 //   strict: what matches is loaded and the rest is returned.
+// - Strict or not, a value no model holds (inf or NaN, once converted; a
+//   negative running_var: io/model_values.hpp) is a format_error naming the
+//   file and the tensor, and nothing is loaded.
 // Works for models in any place (device models are staged through the host).
 #pragma once
 
 #include "../memory/copy_bytes.hpp"
 #include "../memory/stream.hpp"
+#include "model_values.hpp"
 #include "safetensors.hpp"
 
 #include <cstddef>
@@ -154,6 +158,12 @@ safetensors_report load_safetensors(Model& model, const std::string& path, bool 
             if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());  // (the path and name are said once)
             return report.mismatched.push_back(name + " (" + why + ")");
         }
+        if constexpr (is_floating_v<T>)
+            for (std::size_t i = 0; i < torch.size(); ++i)
+                if (const char* why = implausible_value(name, convert<f64>(torch[i])); *why)
+                    throw format_error(path, "tensor " + name + ": element " + std::to_string(i) + " is " +
+                                                 std::to_string(convert<f64>(torch[i])) + ": " + why +
+                                                 " (nothing loaded)");
         const std::vector<T> values = detail::torch_layout(torch, dims, false);
         const auto bytes = std::as_bytes(std::span<const T>(values));
         loads.push_back({value.data(), {bytes.begin(), bytes.end()}});

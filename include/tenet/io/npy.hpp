@@ -143,16 +143,21 @@ struct npy_header {
     std::vector<std::size_t> shape;
 };
 
-// A strict parser for the one dict literal NumPy writes -- keys in any order,
-// whitespace, ' or " quotes, a trailing comma -- rather than Python's grammar.
+// A strict parser for the one dict literal NumPy writes, with the freedom
+// Python's literal_eval (NumPy's reader) gives it -- keys in any order,
+// whitespace before, inside and after, ' or " quotes, trailing commas in the
+// dict and the shape tuple -- and nothing NumPy refuses: exactly the keys
+// 'descr' (a string), 'fortran_order' (True or False) and 'shape' (a tuple
+// of non-negative decimal integers, no leading zeros: Python refuses 01).
+// Python spellings NumPy never writes (escapes, signs, underscores, hex,
+// concatenated strings, a key twice) are refused too.
 class npy_header_parser {
 public:
     npy_header_parser(const std::string& path, std::string_view text) : path_(path), text_(text) {}
 
     npy_header parse()
     {
-        if (peek() != '{') fail("expected '{'");  // no space before it: Python would not parse that either
-        ++at_;
+        expect('{');
         npy_header out;
         std::unordered_set<std::string> keys;
         while (!accept('}')) {
@@ -245,6 +250,7 @@ private:
             value = value * 10 + digit;
         }
         if (at_ == from) fail("expected an extent (a non-negative integer)");
+        if (text_[from] == '0' && value != 0) fail("an extent with a leading zero (not a Python integer)");
         return value;
     }
 

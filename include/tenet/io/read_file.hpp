@@ -24,17 +24,41 @@ inline std::uint64_t file_size(int fd, const std::string& path)
 {
     struct stat info {};
     if (::fstat(fd, &info) != 0) throw io_error(path, std::string("cannot read: ") + std::strerror(errno));
-    if (!S_ISREG(info.st_mode)) throw io_error(path, "cannot read: not a regular file");
+    if (!S_ISREG(info.st_mode))
+        throw io_error(path, std::string("cannot read: not a regular file (") +
+                                 (S_ISDIR(info.st_mode)   ? "a directory"
+                                  : S_ISFIFO(info.st_mode) ? "a FIFO"
+                                  : S_ISCHR(info.st_mode)  ? "a character device"
+                                  : S_ISBLK(info.st_mode)  ? "a block device"
+                                  : S_ISSOCK(info.st_mode) ? "a socket"
+                                                           : "not a plain file") +
+                                 ")");
     return static_cast<std::uint64_t>(info.st_size);
 }
 
-// A file opened for reading, closed when it goes (io_error when it cannot
-// be opened).
+// A regular file opened for reading, closed when it goes; io_error at once
+// for anything else. Every reader opens through here. The open is
+// non-blocking: a FIFO would otherwise wait for a writer forever (and a
+// device could too); after fstat says the file is regular, the flag is
+// cleared (it means nothing for regular files).
 struct readable_file {
     int fd;
-    explicit readable_file(const std::string& path) : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC))
+    explicit readable_file(const std::string& path)
+        : fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY))
     {
         if (fd < 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+        try {
+            (void)file_size(fd, path);
+        } catch (...) {
+            ::close(fd);
+            throw;
+        }
+        const int flags = ::fcntl(fd, F_GETFL);
+        if (flags == -1 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+            const int e = errno;
+            ::close(fd);
+            throw io_error(path, std::string("cannot open: ") + std::strerror(e));
+        }
     }
     readable_file(const readable_file&) = delete;
     readable_file& operator=(const readable_file&) = delete;

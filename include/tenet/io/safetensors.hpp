@@ -8,9 +8,12 @@
 //   f.read("fc.weight", w, {out, in});          // converted to w's type
 //
 // Reading maps the file and checks everything before anything is handed out:
-// the header length against the file, the JSON, every dtype, shape and byte
-// count, and offsets that tile the data exactly (no overlap, no hole: the
-// format's rule against polyglot files). Any fault is a format_error. Loading
+// the header length against the file, the JSON (strict RFC 8259 and UTF-8:
+// detail::json_reader; '{' first, only spaces after the object; no name or
+// key twice, no key other than dtype, shape and data_offsets in an entry),
+// every dtype, shape and byte count, and offsets that tile the data exactly
+// (no overlap, no hole: the format's rule against polyglot files). Any fault
+// is a format_error naming the file. Loading
 // converts with tenet::convert: any floating dtype into any floating type
 // (correctly rounded), integers into integers when every value fits, bool
 // into bool; anything else is refused rather than guessed.
@@ -219,6 +222,7 @@ private:
         };
         std::vector<placed> spans;
         detail::json_reader json(path(), header, "safetensors header: ");
+        json.start();  // as the format says: '{' first, spaces as the only padding
         json.object([&](const std::string& name) {
             if (name == "__metadata__") return read_metadata(json);
             if (tensors_.count(name)) json.fail("tensor " + name + " appears twice");
@@ -231,7 +235,7 @@ private:
             const auto it = tensors_.emplace(name, std::move(t)).first;
             spans.push_back({begin, end, &it->first});
         });
-        json.end();
+        json.end(' ');
         check_tiling(spans, data.size());
     }
 

@@ -2,6 +2,7 @@
 // tenet::no_device_error when there is none.
 #pragma once
 
+#include "cuda_check.hpp"
 #include "error.hpp"
 
 #include <cuda_runtime_api.h>
@@ -25,9 +26,8 @@ inline void require_device()
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status == cudaSuccess && count > 0) return;
-    const std::string reason = status == cudaSuccess ? std::string("the driver reports 0 devices")
-                                                     : std::string(cudaGetErrorString(status)) + " (" +
-                                                           cudaGetErrorName(status) + ")";
+    const std::string reason =
+        status == cudaSuccess ? std::string("the driver reports 0 devices") : detail::memory::describe_cuda_status(status);
     throw no_device_error("tenet: no CUDA device: device work needs a GPU, and " + reason +
                           "; use Host tensors to run on the CPU");
 }

@@ -49,8 +49,11 @@ struct attention_input_failure {
 };
 
 template <std::size_t Dim, class S>
+inline constexpr bool attention_fits = S::rank == 3 && S::extents[S::rank - 1] == Dim;
+
+template <std::size_t Dim, class S>
 struct attention_output {
-    static constexpr bool fits = S::rank == 3 && S::extents[S::rank - 1] == Dim;
+    static constexpr bool fits = attention_fits<Dim, S>;
     static_assert(diagnose<fits, attention_input_failure<Dim, S>>::value);
     using type = S;
 };
@@ -204,6 +207,8 @@ struct MultiHeadAttention {
     static_assert(diagnose<Heads >= 1 && Dim % Heads == 0, detail::attention_heads_failure<Dim, Heads>>::value);
     template <class S>
     using output_shape = typename detail::attention_output<Dim, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::attention_fits<Dim, S>;
     template <precision_policy P, class S, class Place>
     using layer = detail::attention_layer<P, S, Place, Dim, Heads, Causal>;
 };

@@ -11,10 +11,15 @@
 // momentum and affine:
 //   nn::BatchNorm2d<64, nn::batchnorm_options{.eps = 1e-3f, .momentum = 0.01f}>
 // A Checkpointed segment's recomputing forward leaves the running statistics
-// alone (they move once per training step). Statistics and the backward compute in f32 (f64 for an f64 model); each is
-// a column reduction over the [N H W, C] matrix. The batch statistics count
-// every row of the batch: a padded last batch (data::batch_loader) counts its
-// zero rows too.
+// alone (they move once per training step). Statistics and the backward
+// compute in f32 (f64 for an f64 model); each is a column reduction over the
+// [N H W, C] matrix.
+// Padding: a forward told which samples are real (model::forward(x,
+// valid_samples(v)); train::trainer always tells) takes the batch statistics
+// over the real samples' pixels alone, and the backward gives padding
+// samples no gradient, so a padded last batch trains as the smaller batch of
+// its real samples would. A batch with at most one real value per channel
+// leaves the running statistics where they are (PyTorch refuses it).
 #pragma once
 
 #include "../reduce/reduce.hpp"
@@ -63,8 +68,8 @@ public:
     static constexpr std::size_t parameter_count = affine ? 2 * C : 0;
     static constexpr std::size_t parameter_numel = affine ? 2 * padded_numel<storage>(C) : 0;
     static constexpr std::size_t buffer_numel = 2 * padded_numel<f32>(C);
-    // the mean and 1/stddev the forward used
-    static constexpr std::size_t activation_bytes = 2 * C * sizeof(statistic);
+    // the mean and 1/stddev the forward used, and a padded batch's count of real rows
+    static constexpr std::size_t activation_bytes = (2 * C + 1) * sizeof(statistic);
     static constexpr std::size_t activation_gradient_bytes = 0;
 
     template <class Slice>
@@ -93,7 +98,9 @@ public:
         const auto xm = contiguous_as<matrix>(x);
         input_ = xm.data();
         batch_statistics_ = step.training;
-        if (batch_statistics_) {
+        if (batch_statistics_ && step.valid_samples) {
+            masked_statistics(contiguous_as<cube>(x), step);
+        } else if (batch_statistics_) {
             mean_ = mean<0>(xm);
             rstd_ = mean<0>(square(xm - mean_));  // the biased variance, for now
             if (!step.recompute) {
@@ -111,8 +118,9 @@ public:
     }
 
     template <class DY, class DX, class Prev>
-    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
+        if (step.valid_samples) return masked_backward(dy, dx, step, prev);
         const auto d = contiguous_as<matrix>(dy);
         const auto x_hat = (make_view<matrix, Place>(input_) - mean_) * rstd_;
         const auto dgamma = gamma_gradient(), dbeta = beta_gradient();
@@ -162,6 +170,59 @@ public:
     }
 
 private:
+    // The [N, H W, C] view of the input, and a sample's weight (1 real, 0
+    // padding) broadcast over it.
+    static constexpr std::size_t batch = S::extents[0];
+    using cube = Shape<batch, rows / batch, C>;
+    static auto sample_weights(const step_info& step)
+    {
+        return broadcast_to<cube>(make_view<Shape<batch, 1, 1>, Place>(step.valid_samples));
+    }
+
+    // The batch statistics over the real samples' rows (count_ of them).
+    // Padding rows are selected away, not multiplied by 0: whatever they
+    // hold (inf, NaN) cannot reach the statistics.
+    template <class X3>
+    void masked_statistics(const X3& x, const step_info& step)
+    {
+        const auto real = sample_weights(step) != 0;
+        count_ = sum(cast<statistic>(make_view<Shape<batch>, Place>(step.valid_samples) != 0)) * static_cast<double>(rows / batch);
+        mean_ = sum<0, 1>(where(real, x, 0)) / max(count_, 1);
+        rstd_ = sum<0, 1>(where(real, square(x - mean_), 0)) / max(count_, 1);  // the biased variance, for now
+        if (!step.recompute) {
+            constexpr float m = Options.momentum;
+            const auto moves = count_ > 1;  // an unbiased variance needs two values
+            assign(running_mean_, where(moves, (1 - m) * running_mean_ + m * mean_, running_mean_));
+            assign(running_var_,
+                   where(moves, (1 - m) * running_var_ + m * rstd_ * count_ / max(count_ - 1, 1), running_var_));
+        }
+        rstd_ = rsqrt(rstd_ + Options.eps);
+    }
+
+    // The backward of a padded batch: the sums run over the real rows, and
+    // padding rows get dx = 0.
+    template <class DY, class DX, class Prev>
+    void masked_backward(const DY& dy, const DX& dx, const step_info& step, Prev&)
+    {
+        const auto real = sample_weights(step) != 0;
+        const auto d = where(real, contiguous_as<cube>(dy), 0);
+        const auto x_hat = (make_view<cube, Place>(input_) - mean_) * rstd_;
+        const auto dgamma = gamma_gradient(), dbeta = beta_gradient();
+        assign(dbeta, sum<0, 1>(d));
+        assign(dgamma, sum<0, 1>(d * x_hat));
+        if constexpr (!is_no_input_gradient<DX>) {
+            const auto scale = [&] {
+                if constexpr (affine) return rstd_ * gamma_.first;
+                else return as_node(rstd_);
+            }();
+            if (batch_statistics_)
+                assign(contiguous_as<cube>(dx),
+                       where(real, scale * (d - (dbeta + x_hat * dgamma) / max(count_, 1)), 0));
+            else
+                assign(contiguous_as<cube>(dx), scale * d);
+        }
+    }
+
     using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<channels, Place>());
     using buffer_view = decltype(std::declval<parameter_slice<storage, gradient>&>().template take_buffer<channels, Place>());
     struct no_parameters {};
@@ -188,6 +249,7 @@ private:
     parameters gamma_, beta_;
     buffer_view running_mean_, running_var_;
     Tensor<statistic, channels, Place> mean_, rstd_;
+    Tensor<statistic, Shape<>, Place> count_;  // the real rows of a padded batch
     // without affine parameters: the unused gradients of the identity scale and zero shift
     std::conditional_t<affine, no_parameters, Tensor<gradient, channels, Place>> unused_dgamma_, unused_dbeta_;
     const storage* input_ = nullptr;
@@ -200,6 +262,8 @@ template <std::size_t Channels, batchnorm_options Options = batchnorm_options{}>
 struct BatchNorm2d {
     template <class S>
     using output_shape = typename detail::batch_norm_output<Channels, S>::type;
+    template <class S>
+    static constexpr bool accepts = S::rank == 4 && last_extent<S> == Channels;
     template <precision_policy P, class S, class Place>
     using layer = detail::batch_norm_layer<P, S, Place, Channels, Options>;
 };

@@ -22,6 +22,8 @@
 #include "activation_layers.hpp"
 #include "layer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <utility>
 
 namespace tenet::nn {
@@ -47,6 +49,9 @@ struct conv2d_failure {
                    fixed_string(" and OutChannels ") + decimal<Out>();
         else if constexpr (Why == conv_misfit::rank)
             return fixed_string(": it takes NHWC images, Shape<N, H, W, C>");
+        else if constexpr (Why == conv_misfit::channels && Shape::extents[1] == In)
+            return fixed_string(": its last extent (channels) must be ") + decimal<In>() +
+                   fixed_string(" (NCHW images? tenet takes NHWC: permute<0, 2, 3, 1>(x))");
         else if constexpr (Why == conv_misfit::channels)
             return fixed_string(": its last extent (channels) must be ") + decimal<In>();
         else
@@ -60,21 +65,57 @@ struct conv2d_failure {
     }
 };
 
+// The images [N, H, W, C] a layer wanted where it was fed Shape S, at least
+// Span pixels across: S's batch, and its pixels where they can be read (NHWC
+// or NCHW images, [N, H, W] without a channel axis, rows of flattened square
+// images). A failed layer's output is its output for them, so the layers
+// after it see the shapes they were written for and add no errors.
+template <class S, std::size_t C, std::size_t Span>
+struct wanted_images {
+    static constexpr std::array<std::size_t, 2> pixels = [] {
+        std::array<std::size_t, 2> hw{1, 1};
+        if constexpr (S::rank == 4) {
+            if (S::extents[3] == C || S::extents[1] != C) hw = {S::extents[1], S::extents[2]};
+            else hw = {S::extents[2], S::extents[3]};  // NCHW
+        } else if constexpr (S::rank == 3) {
+            hw = {S::extents[1], S::extents[2]};
+        } else if constexpr (S::rank == 2) {
+            std::size_t side = 1;
+            while ((side + 1) * (side + 1) * C <= S::extents[1]) ++side;
+            if (side * side * C == S::extents[1]) hw = {side, side};
+        }
+        return std::array<std::size_t, 2>{std::max(hw[0], Span), std::max(hw[1], Span)};
+    }();
+    using type = tenet::Shape<extent_or_one<S, 0>, pixels[0], pixels[1], C>;
+};
+
+template <std::size_t In, std::size_t Out, std::size_t G, class Shape>
+constexpr conv_misfit conv2d_misfit()
+{
+    if (In % G != 0 || Out % G != 0) return conv_misfit::groups;
+    if (Shape::rank != 4) return conv_misfit::rank;
+    if (last_extent<Shape> != In) return conv_misfit::channels;
+    return conv_misfit::none;
+}
+
+template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G,
+          class X>
+inline constexpr bool conv2d_fits =
+    conv2d_misfit<In, Out, G, X>() == conv_misfit::none &&
+    conv::window_geometry<std::conditional_t<conv2d_misfit<In, Out, G, X>() == conv_misfit::none, X, Shape<1, 1, 1, 1>>,
+                          K, S, P, D>::fits;
+
 template <std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P, std::size_t D, std::size_t G,
           class Shape>
 struct conv2d_output {
     static_assert(K >= 1 && S >= 1 && D >= 1 && G >= 1 && In >= 1 && Out >= 1,
                   "tenet: Conv2d: channels, kernel, stride, dilation and groups must be at least 1");
-    static constexpr conv_misfit misfit = [] {
-        if (In % G != 0 || Out % G != 0) return conv_misfit::groups;
-        if (Shape::rank != 4) return conv_misfit::rank;
-        if (last_extent<Shape> != In) return conv_misfit::channels;
-        return conv_misfit::none;
-    }();
-    using nhwc = std::conditional_t<misfit == conv_misfit::none, Shape, tenet::Shape<1, D * (K - 1) + 1, D * (K - 1) + 1, In>>;
+    static constexpr conv_misfit misfit = conv2d_misfit<In, Out, G, Shape>();
+    static constexpr bool fits = conv2d_fits<In, Out, K, S, P, D, G, Shape>;
+    using nhwc = std::conditional_t<fits, Shape, typename wanted_images<Shape, In, D * (K - 1) + 1>::type>;
     using geometry = conv::window_geometry<nhwc, K, S, P, D>;
     static constexpr conv_misfit why = misfit != conv_misfit::none ? misfit
-                                       : geometry::fits          ? conv_misfit::none
+                                       : fits                    ? conv_misfit::none
                                                                  : conv_misfit::kernel;
     static_assert(diagnose<why == conv_misfit::none, conv2d_failure<why, In, Out, K, S, P, D, G, Shape>>::value);
     using type = typename geometry::template output_shape<Out>;
@@ -277,6 +318,8 @@ struct conv2d_unit {
 
     template <class S>
     using output_shape = typename detail::conv2d_output<In, Out, Kernel, Stride, Padding, Dilation, Groups, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::conv2d_fits<In, Out, Kernel, Stride, Padding, Dilation, Groups, S>;
 
     template <precision_policy P, class S, class Place>
     using layer = typename detail::conv2d_layer_for<P, S, Place, conv2d_unit>::type;

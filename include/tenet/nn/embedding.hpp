@@ -122,8 +122,11 @@ struct positional_input_failure {
 };
 
 template <std::size_t Seq, std::size_t Dim, class S>
+inline constexpr bool positional_fits = S::rank >= 2 && S::extents[S::rank - 1] == Dim && S::extents[S::rank - 2] == Seq;
+
+template <std::size_t Seq, std::size_t Dim, class S>
 struct positional_output {
-    static constexpr bool fits = S::rank >= 2 && S::extents[S::rank - 1] == Dim && S::extents[S::rank - 2] == Seq;
+    static constexpr bool fits = positional_fits<Seq, Dim, S>;
     static_assert(diagnose<fits, positional_input_failure<Seq, Dim, S>>::value);
     using type = S;
 };
@@ -202,6 +205,8 @@ template <std::size_t Seq, std::size_t Dim>
 struct PositionalEmbedding {
     template <class S>
     using output_shape = typename detail::positional_output<Seq, Dim, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::positional_fits<Seq, Dim, S>;
     template <precision_policy P, class S, class Place>
     using layer = detail::positional_embedding_layer<P, S, Place, Seq, Dim>;
 };

@@ -105,6 +105,8 @@ public:
 struct Flatten {
     template <class S>
     using output_shape = typename detail::flatten_output<S>::type;
+    template <class S>
+    static constexpr bool accepts = S::rank >= 2;
     template <precision_policy P, class S, class Place>
     using layer = detail::flatten_layer<P, S, Place>;
 };
@@ -112,6 +114,8 @@ struct Flatten {
 struct FlattenCHW {
     template <class S>
     using output_shape = typename detail::flatten_chw_shapes<S>::output;
+    template <class S>
+    static constexpr bool accepts = S::rank == 4;
     template <precision_policy P, class S, class Place>
     using layer = detail::flatten_chw_layer<P, S, Place>;
 };

@@ -235,6 +235,11 @@ struct step_info {
     // Each sequence's valid length (i32, one per batch entry, in the model's
     // place): attention ignores the keys past it. Null: every key counts.
     const i32* sequence_lengths = nullptr;
+    // Which batch entries are real (1.0f) and which padding (0.0f), f32, one
+    // per batch entry, in the model's place: layers whose results mix the
+    // batch (BatchNorm's statistics) count the real ones alone, so a padded
+    // batch gives what its real rows alone give. Null: every entry is real.
+    const f32* valid_samples = nullptr;
 };
 
 // Passed as dx when the input needs no gradient (the model's first layer).
@@ -276,6 +281,9 @@ using rows_shape_t = shape_from_t<without_last_extent<S>>;
 
 template <class S>
 inline constexpr std::size_t last_extent = S::rank == 0 ? 1 : S::extents[S::rank == 0 ? 0 : S::rank - 1];
+// Extent I of S, 1 where S has no axis I (stand-in shapes for inputs that do not fit).
+template <class S, std::size_t I>
+inline constexpr std::size_t extent_or_one = I < S::rank ? S::extents[I < S::rank ? I : 0] : 1;
 
 // The input as a rows x features matrix (every layer here works on the last axis).
 template <class S>
@@ -316,6 +324,44 @@ constexpr bool check_model_input()
 {
     using given = typename std::decay_t<X>::shape;
     return diagnose<std::is_same_v<given, In>, detail::model_input_shape_failure<In, given>>::value;
+}
+
+namespace detail {
+
+// Named for nvcc, whose first line is the failure's name: X is the given
+// tensor (or view, or expression), so its element type and shape show.
+template <class InputType, class X>
+struct input_type_text {
+    static constexpr auto text()
+    {
+        return fixed_string("tenet: the model takes ") + text_of<element_name<InputType>>() +
+               fixed_string(" inputs (its input_type), not ") + text_of<element_name<typename X::value_type>>() +
+               fixed_string(": cast the input (i32 tokens are for a model whose first layer is an Embedding)");
+    }
+};
+template <class X>
+struct model_takes_i32_tokens_not : input_type_text<i32, X> {};
+template <class InputType, class X>
+struct model_takes_values_not_tokens : input_type_text<InputType, X> {};
+
+}  // namespace detail
+
+// Whether X (a tensor, view or expression) holds what a model of InputType
+// takes: tokens (integers) for a model that starts with an Embedding, values
+// (floating point) for any other. Where the input enters (model::forward,
+// the trainer's step and evaluate) a mismatch is one error naming both types,
+// before the layers or the token checks meet it.
+template <class InputType, class X>
+inline constexpr bool takes_input_kind =
+    std::is_integral_v<typename std::decay_t<X>::value_type> == std::is_integral_v<InputType>;
+
+template <class InputType, class X>
+constexpr bool check_model_input_type()
+{
+    if constexpr (std::is_integral_v<InputType>)
+        return diagnose<takes_input_kind<InputType, X>, detail::model_takes_i32_tokens_not<X>>::value;
+    else
+        return diagnose<takes_input_kind<InputType, X>, detail::model_takes_values_not_tokens<InputType, X>>::value;
 }
 
 // The element type a spec's layers take as input: the precision policy's

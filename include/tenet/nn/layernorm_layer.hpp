@@ -145,6 +145,8 @@ template <std::size_t N, layernorm_options Options = layernorm_options{}>
 struct LayerNorm {
     template <class S>
     using output_shape = typename detail::layer_norm_output<N, S>::type;
+    template <class S>
+    static constexpr bool accepts = last_extent<S> == N;
     template <precision_policy P, class S, class Place>
     using layer = detail::layer_norm_layer<P, S, Place, N, Options>;
 };

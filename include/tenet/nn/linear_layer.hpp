@@ -28,9 +28,12 @@ struct linear_input_failure {
     }
 };
 
+template <std::size_t In, class S>
+inline constexpr bool linear_fits = S::rank >= 1 && last_extent<S> == In;
+
 template <std::size_t In, std::size_t Out, class S>
 struct linear_output {
-    static constexpr bool fits = S::rank >= 1 && last_extent<S> == In;
+    static constexpr bool fits = linear_fits<In, S>;
     static_assert(diagnose<fits, linear_input_failure<In, Out, S>>::value);
     using type = with_last_extent_t<S, Out>;
 };
@@ -101,8 +104,8 @@ class linear_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
     using parameters_type = linear_parameters<storage, gradient, Place, In, Out>;
-    using x_matrix = Shape<InShape::numel / In, In>;
-    using y_matrix = Shape<InShape::numel / In, Out>;
+    using x_matrix = Shape<InShape::numel / last_extent<InShape>, In>;  // (rows: a stand-in where the input does not fit)
+    using y_matrix = Shape<InShape::numel / last_extent<InShape>, Out>;
     static constexpr bool has_aux = Act != linalg::activation::none;
     using aux_tensor = linalg::aux_tensor_t<Act, storage, y_matrix, Place>;
     using aux_type = typename kept_aux<has_aux, aux_tensor, Place>::type;
@@ -200,6 +203,8 @@ struct linear_unit {
 
     template <class S>
     using output_shape = typename detail::linear_output<In, Out, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::linear_fits<In, S>;
 
     template <precision_policy P, class S, class Place>
     using layer = typename detail::linear_layer_for<P, S, Place, In, Out, Act>::type;

@@ -16,18 +16,43 @@
 //
 // save()/load() keep the parameters alone (for hand-written loops, next to
 // train::optimizer's save()/load(); train::trainer saves both in one file).
+//
+// The batch is part of the type, so inference at another batch uses a second
+// model over the same parameters (no copy), and predict() runs fewer rows:
+//   auto one = nn::at_batch<1>(net);       // shares net's parameters and buffers
+//   one.predict(image, label_scores, 1);   // eval mode, padded, first row out
 #pragma once
 
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
+#include "../io/model_values.hpp"
 #include "../tensor/copy.hpp"
+#include "mode_scope.hpp"
 #include "sequential.hpp"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
 namespace tenet::nn {
+
+// Tag of the constructor that makes a model share another's parameters.
+struct share_parameters_t {
+    explicit share_parameters_t() = default;
+};
+inline constexpr share_parameters_t share_parameters{};
+
 namespace detail {
+
+// S with its first (batch) extent replaced by B.
+template <class S, std::size_t B>
+struct with_batch;
+template <std::size_t N, std::size_t... E, std::size_t B>
+struct with_batch<Shape<N, E...>, B> {
+    using type = Shape<B, E...>;
+};
+template <class S, std::size_t B>
+using with_batch_t = typename with_batch<S, B>::type;
 
 template <class OutputShape, class DyShape>
 struct backward_dy_shape_mismatch {
@@ -40,6 +65,22 @@ struct backward_dy_shape_mismatch {
 };
 
 }  // namespace detail
+
+// Which entries of a batch are real: forward(x, valid_samples(v)) with v of
+// shape [Batch] (any element type, or an expression; nonzero: a real
+// sample, 0: padding) in the model's place. Layers whose results mix the
+// batch (BatchNorm) then count the real samples alone, so a padded batch
+// gives exactly what the batch of its real samples alone gives.
+template <class V>
+struct valid_samples_t {
+    V mask;
+};
+template <class V>
+auto valid_samples(const V& mask)
+{
+    if constexpr (is_tensor<V>::value) return valid_samples_t<decltype(mask.view())>{mask.view()};
+    else return valid_samples_t<V>{mask};
+}
 
 template <class Spec, precision_policy P, shape_type In, memory_place Place = Device>
 class model {
@@ -85,14 +126,62 @@ public:
           gradients_(P::trainable ? flat_numel : 0, s),  // inference keeps no gradients
           recompute_(recompute_bytes, s),
           buffers_(buffer_numel, s),
-          layer_(bind(values_.data(), gradients_.data(), recompute_.data(), buffers_.data())),
-          seed_(seed)
+          parameters_(values_.data()),
+          buffer_store_(buffers_.data()),
+          layer_(bind(parameters_, gradients_.data(), recompute_.data(), buffer_store_)),
+          seed_(seed),
+          alive_(std::make_shared<const char>())
     {
         clear_padding();
         initialize(seed);
         assign(step_counter_.view(), 0);
     }
 
+    // A model over the parameters and buffers (BatchNorm's running
+    // statistics) of `owner`, the same spec and storage type at another batch
+    // (nn::at_batch<B>(owner)): nothing is copied, so an update of owner's
+    // parameters is seen here, and load() or initialize() here writes
+    // owner's. It owns its activations and no gradients (backward() is a
+    // tenet::error: train the owner), and starts in evaluation mode (a
+    // training forward would move the shared running statistics). owner
+    // must outlive it: a forward, predict, save or load after owner is gone
+    // is a tenet::error.
+    template <class Other>
+    model(share_parameters_t, Other& owner, stream_ref s = current_stream())
+        : values_(shareable_with<Other>(), s),
+          gradients_(0, s),
+          recompute_(recompute_bytes, s),
+          buffers_(0, s),
+          parameters_(owner.parameters()),
+          buffer_store_(owner.buffers()),
+          layer_(bind(parameters_, nullptr, recompute_.data(), buffer_store_)),
+          seed_(owner.seed_),
+          owner_(owner.storage_token()),
+          training_(false)
+    {
+        assign(step_counter_.view(), 0);
+    }
+
+    // True for a model made by share_parameters / at_batch.
+    bool shares_parameters() const { return alive_ == nullptr; }
+
+private:
+    // (checked first, before the members use other's)
+    template <class Other>
+    static constexpr std::size_t shareable_with()
+    {
+        static_assert(std::is_same_v<typename Other::spec, Spec> &&
+                          std::is_same_v<typename Other::storage_type, storage_type> &&
+                          std::is_same_v<typename Other::place, Place> &&
+                          std::is_same_v<detail::with_batch_t<typename Other::input_shape, 1>,
+                                         detail::with_batch_t<In, 1>> &&
+                          Other::flat_numel == flat_numel && Other::buffer_numel == buffer_numel,
+                      "tenet: model(share_parameters, other): other must be an nn::model of the same spec, storage "
+                      "type and place, whose input differs in the batch alone");
+        return 0;  // (a model sharing parameters allocates none)
+    }
+
+public:
     // Draws every parameter again from the seed (the same seed gives the same
     // model), and resets every buffer.
     void initialize(std::uint64_t seed)
@@ -101,7 +190,9 @@ public:
         layer_.initialize(seed);
     }
 
-    // Training mode (the default) uses dropout and counts steps; evaluation does neither.
+    // Training mode (the default) uses dropout, batch statistics and counts
+    // steps; evaluation does none of these. (nn::mode_scope switches for a
+    // scope and restores the mode it found.)
     void train(bool on = true) { training_ = on; }
     void eval() { training_ = false; }
     bool training() const { return training_; }
@@ -120,6 +211,17 @@ public:
     const output_tensor& forward(const X& x)
     {
         lengths_ = nullptr;
+        valid_ = nullptr;
+        return run_forward(x);
+    }
+
+    // The same with padding: valid marks the batch's real samples (see
+    // valid_samples); it is copied, so it need not outlive the call.
+    template <class X, class V>
+    const output_tensor& forward(const X& x, const valid_samples_t<V>& valid)
+    {
+        lengths_ = nullptr;
+        set_valid(valid);
         return run_forward(x);
     }
 
@@ -132,6 +234,22 @@ public:
     template <class X, class L>
     const output_tensor& forward(const X& x, const L& lengths)
     {
+        valid_ = nullptr;
+        return forward_with_lengths(x, lengths);
+    }
+
+    // Sequence lengths and padding together.
+    template <class X, class L, class V>
+    const output_tensor& forward(const X& x, const L& lengths, const valid_samples_t<V>& valid)
+    {
+        set_valid(valid);
+        return forward_with_lengths(x, lengths);
+    }
+
+private:
+    template <class X, class L>
+    const output_tensor& forward_with_lengths(const X& x, const L& lengths)
+    {
         using V = decltype(tenet::destination_view(lengths));
         static_assert(std::is_same_v<typename V::shape, Shape<In::extents[0]>> &&
                           std::is_same_v<std::remove_cv_t<typename V::element_type>, i32> &&
@@ -143,11 +261,24 @@ public:
         return run_forward(x);
     }
 
-private:
+    // valid_mask_ = (mask != 0) as f32, read by the layers through step_info.
+    template <class V>
+    void set_valid(const valid_samples_t<V>& valid)
+    {
+        using M = typename V::shape;
+        static_assert(std::is_same_v<M, Shape<In::extents[0]>> && std::is_same_v<typename V::place, Place>,
+                      "tenet: forward(x, valid_samples(mask)): the mask must be [Batch] (one entry per sample) "
+                      "in the model's place");
+        valid_mask_ = cast<f32>(valid.mask != 0);
+        valid_ = valid_mask_.data();
+    }
+
     template <class X>
     const output_tensor& run_forward(const X& x)
     {
-        if constexpr (check_model_input<In, X>()) {  // (else one error, and nothing below instantiated)
+        if constexpr (check_model_input<In, X>() && check_model_input_type<input_type, X>() &&
+                      takes_input_kind<input_type, X>) {  // (else one error, and nothing below instantiated)
+            check_owner_alive("forward");
             if (training_) {
                 ++step_;
                 step_counter_ = step_counter_ + 1.0;  // a kernel: a captured step counts on each replay
@@ -167,6 +298,9 @@ public:
     void backward(const DY& dy)
     {
         static_assert(P::trainable, "tenet: backward() needs a training precision policy");
+        if (shares_parameters())
+            throw error("tenet: model::backward: this model shares another's parameters (share_parameters, "
+                        "at_batch) and keeps no gradients: run backward on the model that owns them");
         using shape = typename std::decay_t<DY>::shape;
         constexpr bool fits = std::is_same_v<shape, output_shape>;
         static_assert(tenet::diagnose<fits, detail::backward_dy_shape_mismatch<output_shape, shape>>::value);
@@ -181,14 +315,59 @@ public:
         }
     }
 
+    // Predictions for the first `count` rows of x, written to the first
+    // `count` rows of y: x and y hold rows of the input's and the output's
+    // shape (any number of rows, contiguous, in any place), and count is at
+    // most the model's batch and the rows of each (else a tenet::error).
+    // The rows run as one batch, the rest of it zero, in evaluation mode
+    // (the mode the model was in is restored on every path), so a row's
+    // prediction is what the full batch's forward gives for it. Like
+    // tenet::copy, a host y of a device model is read after synchronising.
+    template <class X, class Y>
+    void predict(const X& x, Y&& y, std::size_t count)
+    {
+        const auto xv = tenet::destination_view(x);
+        const auto yv = tenet::destination_view(y);
+        using XV = decltype(xv);
+        using YV = decltype(yv);
+        constexpr std::size_t batch = In::extents[0];
+        static_assert(output_shape::rank >= 1 && output_shape::extents[0] == batch,
+                      "tenet: predict: the model's output must have one row per sample");
+        static_assert(XV::shape::rank == In::rank &&
+                          std::is_same_v<detail::with_batch_t<typename XV::shape, 1>, detail::with_batch_t<In, 1>> &&
+                          std::is_same_v<std::remove_const_t<typename XV::element_type>, input_type> &&
+                          std::is_same_v<typename XV::layout, contiguous_layout<typename XV::shape>>,
+                      "tenet: predict: x must hold contiguous rows of the model's input shape and input type");
+        static_assert(YV::shape::rank == output_shape::rank &&
+                          std::is_same_v<detail::with_batch_t<typename YV::shape, 1>,
+                                         detail::with_batch_t<output_shape, 1>> &&
+                          std::is_same_v<typename YV::element_type, storage_type> &&
+                          std::is_same_v<typename YV::layout, contiguous_layout<typename YV::shape>>,
+                      "tenet: predict: y must hold writable contiguous rows of the model's output shape and "
+                      "storage type");
+        if (count > batch || count > XV::shape::extents[0] || count > YV::shape::extents[0])
+            throw error("tenet: predict: " + std::to_string(count) + " rows, but the model's batch is " +
+                        std::to_string(batch) + ", x holds " + std::to_string(XV::shape::extents[0]) +
+                        " and y " + std::to_string(YV::shape::extents[0]));
+        if (!staged_input_) staged_input_ = std::make_unique<Tensor<input_type, In, Place>>();
+        assign(staged_input_->view(), 0);
+        copy_rows<Place, typename XV::place>(staged_input_->data(), xv.data(), count * (In::numel / batch));
+        if constexpr (host_accessible_v<Place> && !host_accessible_v<typename XV::place>) current_stream().synchronize();
+        {
+            mode_scope<model> evaluating(*this, mode::evaluation);
+            forward(*staged_input_);
+        }
+        copy_rows<typename YV::place, Place>(yv.data(), output_.data(), count * (output_shape::numel / batch));
+    }
+
     const output_tensor& output() const { return output_; }
 
-    storage_type* parameters() { return values_.data(); }
-    const storage_type* parameters() const { return values_.data(); }
+    storage_type* parameters() { return parameters_; }
+    const storage_type* parameters() const { return parameters_; }
     gradient_type* gradients() { return gradients_.data(); }
     // The flat f32 store of every buffer (buffer_numel elements; null without any).
-    f32* buffers() { return buffers_.data(); }
-    const f32* buffers() const { return buffers_.data(); }
+    f32* buffers() { return buffer_store_; }
+    const f32* buffers() const { return buffer_store_; }
     const gradient_type* gradients() const { return gradients_.data(); }
 
     // f(name, value view, gradient view) for each parameter, in order;
@@ -222,14 +401,15 @@ public:
     // are the optimizer's to save.)
     void save(const std::string& path)
     {
+        check_owner_alive("save");
         io::checkpoint_contents contents{signature(), step_, {}};
         append_sections(contents);
         io::write_checkpoint_file(path, contents);
     }
 
     // Restores what save() wrote. The whole file is checked first (format,
-    // checksum, this model's signature, the section's size, every parameter
-    // finite): on any error tenet::format_error / io_error is thrown and the
+    // checksum, this model's signature, the sections' sizes, every parameter
+    // and buffer a value a model can hold: io/model_values.hpp): on any error tenet::format_error / io_error is thrown and the
     // model is unchanged. An optimizer with master weights copies of these
     // needs them refreshed (its load(), or load_master_from_parameters()).
     void load(const std::string& path)
@@ -272,9 +452,9 @@ public:
 
     void append_sections(io::checkpoint_contents& contents) const
     {
-        contents.sections.push_back(io::section_of<Place>("parameters", values_.data(), flat_numel, current_stream()));
+        contents.sections.push_back(io::section_of<Place>("parameters", parameters_, flat_numel, current_stream()));
         if constexpr (buffer_numel > 0)
-            contents.sections.push_back(io::section_of<Place>("buffers", buffers_.data(), buffer_numel, current_stream()));
+            contents.sections.push_back(io::section_of<Place>("buffers", buffer_store_, buffer_numel, current_stream()));
     }
 
     struct checked_state {
@@ -282,25 +462,59 @@ public:
         const io::checkpoint_section* buffers;  // null without buffers
     };
 
-    checked_state checked_sections(const std::string& path, const io::checkpoint_contents& contents) const
+    checked_state checked_sections(const std::string& path, const io::checkpoint_contents& contents)
     {
-        const auto& parameters = io::find_section(contents, "parameters", flat_numel * sizeof(storage_type));
+        const auto& parameters = io::find_section(path, contents, "parameters", flat_numel * sizeof(storage_type));
         io::check_finite<storage_type>(path, parameters);
         const io::checkpoint_section* buffers = nullptr;
         if constexpr (buffer_numel > 0) {
-            buffers = &io::find_section(contents, "buffers", buffer_numel * sizeof(f32));
-            io::check_finite<f32>(path, *buffers);
+            buffers = &io::find_section(path, contents, "buffers", buffer_numel * sizeof(f32));
+            for_each_buffer([&](const std::string& name, auto value) {  // each named (io/model_values.hpp)
+                const auto at = static_cast<std::size_t>(value.data() - buffers_.data());
+                for (std::size_t i = 0; i < decltype(value)::shape::numel; ++i) {
+                    f32 v;
+                    std::memcpy(&v, buffers->bytes.data() + (at + i) * sizeof(f32), sizeof v);
+                    if (const char* why = io::implausible_value(name, v); *why)
+                        throw format_error(path, "section buffers: " + name + " element " + std::to_string(i) +
+                                                     " is " + std::to_string(v) + ": " + why);
+                }
+            });
+            io::check_finite<f32>(path, *buffers);  // the padding between them too
         }
         return {&parameters, buffers};
     }
 
     void restore(const checked_state& state)
     {
-        io::upload<Place>(values_.data(), *state.parameters, current_stream());
-        if constexpr (buffer_numel > 0) io::upload<Place>(buffers_.data(), *state.buffers, current_stream());
+        check_owner_alive("load");
+        io::upload<Place>(parameters_, *state.parameters, current_stream());
+        if constexpr (buffer_numel > 0) io::upload<Place>(buffer_store_, *state.buffers, current_stream());
     }
 
 private:
+    template <class, precision_policy, shape_type, memory_place>
+    friend class model;
+
+    // What a model sharing this one's parameters watches: the owner's token.
+    std::weak_ptr<const char> storage_token() const
+    {
+        if (alive_) return alive_;
+        return owner_;
+    }
+    void check_owner_alive(const char* what) const
+    {
+        if (shares_parameters() && owner_.expired())
+            throw error(std::string("tenet: model::") + what +
+                        ": the model whose parameters this one shares (share_parameters, at_batch) was destroyed");
+    }
+
+    // count elements between places, on the current stream.
+    template <class To, class From, class T>
+    static void copy_rows(T* to, const T* from, std::size_t count)
+    {
+        copy_bytes<To, From>(to, from, count * sizeof(T), current_stream());
+    }
+
     template <std::size_t... N>
     static std::string shape_text(Shape<N...>)
     {
@@ -325,7 +539,7 @@ private:
         if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }
 
-    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_}; }
+    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_, valid_}; }
 
     // A tensor or view holding elements of T (what the layers read in place).
     template <class D, class T>
@@ -341,15 +555,32 @@ private:
     buffer<gradient_type, Place> gradients_;
     buffer<std::byte, Place> recompute_;
     buffer<f32, Place> buffers_;
+    storage_type* parameters_;  // values_, or the parameters of the model this one shares
+    f32* buffer_store_;         // buffers_, or the shared model's
     layer_type layer_;
     output_tensor output_;
     std::unique_ptr<output_tensor> staged_dy_;  // dy converted to the storage type, made on first need
+    std::unique_ptr<Tensor<input_type, In, Place>> staged_input_;  // predict's padded batch, made on first need
     Tensor<f64, Shape<>, Place> step_counter_;   // step_ in the model's place (exact to 2^53 steps)
     std::uint64_t seed_;
     const i32* lengths_ = nullptr;  // the last forward's sequence lengths (null: none)
+    Tensor<f32, Shape<In::extents[0]>, Place> valid_mask_;  // the last forward's real samples (1) and padding (0)
+    const f32* valid_ = nullptr;  // valid_mask_'s data when the last forward had one (null: every sample real)
+    std::shared_ptr<const char> alive_;  // an owner's token (null in a model sharing another's parameters)
+    std::weak_ptr<const char> owner_;    // ... whose owner's token this one watches
     std::uint64_t step_ = 0;
     bool training_ = true;
 };
+
+// A model at batch B over the parameters of `owner` (see the
+// share_parameters constructor: owner must outlive it).
+template <std::size_t B, class Owner>
+auto at_batch(Owner& owner)
+{
+    using shared = model<typename Owner::spec, typename Owner::policy,
+                         detail::with_batch_t<typename Owner::input_shape, B>, typename Owner::place>;
+    return shared(share_parameters, owner);
+}
 
 // Copies every parameter and buffer (BatchNorm's running statistics) of
 // `from` into `to`: the same spec under policies with one storage type, in

@@ -1,8 +1,8 @@
 // tenet::nn layers: Linear, activations, LayerNorm, Dropout, Conv2d, pooling,
 // BatchNorm2d, Flatten, Embedding, PositionalEmbedding, MeanPool, Residual,
 // MultiHeadAttention, TransformerEncoderLayer, PatchEmbed, LastToken,
-// Sequential, the owning model, and initialisers. See
-// layer.hpp for the protocol.
+// Sequential, the owning model, mode_scope, and initialisers. See
+// layer.hpp for the protocol, parameterised_layer.hpp for a user's layer's base.
 #pragma once
 
 #include "activation_layers.hpp"
@@ -17,7 +17,9 @@
 #include "layernorm_layer.hpp"
 #include "linear_layer.hpp"
 #include "linear_units.hpp"
+#include "mode_scope.hpp"
 #include "model.hpp"
+#include "parameterised_layer.hpp"
 #include "patch_embed.hpp"
 #include "pooling_layers.hpp"
 #include "residual.hpp"

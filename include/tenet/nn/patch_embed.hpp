@@ -23,10 +23,13 @@ struct patch_embed_failure {
     }
 };
 
+template <std::size_t Patch, std::size_t Channels, class S>
+inline constexpr bool patch_embed_fits = S::rank == 4 && Patch >= 1 && S::extents[3] == Channels &&
+                                        S::extents[1] % Patch == 0 && S::extents[2] % Patch == 0;
+
 template <std::size_t Patch, std::size_t Channels, std::size_t Dim, class S>
 struct patch_embed_output {
-    static constexpr bool fits = S::rank == 4 && Patch >= 1 && S::extents[3] == Channels &&
-                                 S::extents[1] % Patch == 0 && S::extents[2] % Patch == 0;
+    static constexpr bool fits = patch_embed_fits<Patch, Channels, S>;
     static_assert(diagnose<fits, patch_embed_failure<Patch, Channels, S>>::value);
     using type = Shape<S::extents[0], S::extents[1] / Patch * (S::extents[2] / Patch), Dim>;
 };
@@ -95,6 +98,8 @@ template <std::size_t Patch, std::size_t Channels, std::size_t Dim>
 struct PatchEmbed {
     template <class S>
     using output_shape = typename detail::patch_embed_output<Patch, Channels, Dim, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::patch_embed_fits<Patch, Channels, S>;
     template <precision_policy P, class S, class Place>
     using layer = detail::patch_embed_layer<P, S, Place, Patch, Channels, Dim>;
 };

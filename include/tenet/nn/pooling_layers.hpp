@@ -13,6 +13,8 @@
 #include "../conv/conv.hpp"
 #include "layer.hpp"
 
+#include <algorithm>
+
 namespace tenet::nn {
 namespace detail {
 
@@ -44,13 +46,22 @@ struct pool_failure {
     }
 };
 
+template <std::size_t K, std::size_t S, std::size_t P, class X>
+inline constexpr bool pool_fits =
+    2 * P <= K && X::rank == 4 && conv::window_geometry<std::conditional_t<X::rank == 4, X, Shape<1, 1, 1, 1>>, K, S, P>::fits;
+
+// Where the input does not fit, a stand-in: the batch, channels and pixels
+// (at least the window) of the input, as far as it has them.
+template <std::size_t K, class X>
+using pool_stand_in =
+    Shape<extent_or_one<X, 0>, std::max(extent_or_one<X, 1>, K), std::max(extent_or_one<X, 2>, K), extent_or_one<X, 3>>;
+
 template <bool Max, std::size_t K, std::size_t S, std::size_t P, class Shape>
 struct pool_output {
     static_assert(K >= 1 && S >= 1, "tenet: MaxPool2d/AvgPool2d: kernel and stride must be at least 1");
-    static constexpr bool shaped = 2 * P <= K && Shape::rank == 4;
-    using nhwc = std::conditional_t<shaped, Shape, tenet::Shape<1, K, K, 1>>;
+    using nhwc = std::conditional_t<pool_fits<K, S, P, Shape>, Shape, pool_stand_in<K, Shape>>;
     using geometry = conv::window_geometry<nhwc, K, S, P>;
-    static_assert(diagnose<shaped && geometry::fits, pool_failure<Max, K, S, P, Shape>>::value);
+    static_assert(diagnose<pool_fits<K, S, P, Shape>, pool_failure<Max, K, S, P, Shape>>::value);
     using type = typename geometry::template output_shape<geometry::channels>;
 };
 
@@ -101,7 +112,7 @@ struct global_pool_failure {
 template <class Shape>
 struct global_pool_output {
     static_assert(diagnose<Shape::rank == 4, global_pool_failure<Shape>>::value);
-    using nhwc = std::conditional_t<Shape::rank == 4, Shape, tenet::Shape<1, 1, 1, 1>>;
+    using nhwc = std::conditional_t<Shape::rank == 4, Shape, tenet::Shape<extent_or_one<Shape, 0>, 1, 1, 1>>;
     using type = tenet::Shape<nhwc::extents[0], nhwc::extents[3]>;
 };
 
@@ -138,6 +149,8 @@ template <std::size_t Kernel, std::size_t Stride = Kernel, std::size_t Padding =
 struct MaxPool2d {
     template <class S>
     using output_shape = typename detail::pool_output<true, Kernel, Stride, Padding, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::pool_fits<Kernel, Stride, Padding, S>;
     template <precision_policy P, class S, class Place>
     using layer = detail::pool_layer<P, S, Place, true, typename detail::pool_output<true, Kernel, Stride, Padding, S>::geometry>;
 };
@@ -146,6 +159,8 @@ template <std::size_t Kernel, std::size_t Stride = Kernel, std::size_t Padding =
 struct AvgPool2d {
     template <class S>
     using output_shape = typename detail::pool_output<false, Kernel, Stride, Padding, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::pool_fits<Kernel, Stride, Padding, S>;
     template <precision_policy P, class S, class Place>
     using layer = detail::pool_layer<P, S, Place, false, typename detail::pool_output<false, Kernel, Stride, Padding, S>::geometry>;
 };
@@ -153,6 +168,8 @@ struct AvgPool2d {
 struct GlobalAvgPool2d {
     template <class S>
     using output_shape = typename detail::global_pool_output<S>::type;
+    template <class S>
+    static constexpr bool accepts = S::rank == 4;
     template <precision_policy P, class S, class Place>
     using layer = detail::global_avg_pool_layer<P, S, Place>;
 };

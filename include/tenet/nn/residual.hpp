@@ -24,9 +24,17 @@ struct residual_shape_failure {
 template <class Inner, class S>
 struct residual_output {
     using out = typename Inner::template output_shape<S>;
-    static_assert(diagnose<std::is_same_v<out, S>, residual_shape_failure<S, out>>::value);
+    // (where the inner layers reject S, theirs is the error)
+    static_assert(diagnose<!Inner::template accepts<S> || std::is_same_v<out, S>, residual_shape_failure<S, out>>::value);
     using type = S;
 };
+
+template <class Inner, class S>
+constexpr bool residual_fits()
+{
+    if constexpr (Inner::template accepts<S>) return std::is_same_v<typename Inner::template output_shape<S>, S>;
+    else return false;
+}
 
 template <precision_policy P, class S, class Place, class Inner>
 class residual_layer {
@@ -108,6 +116,8 @@ struct Residual {
 
     template <class S>
     using output_shape = typename detail::residual_output<inner, S>::type;
+    template <class S>
+    static constexpr bool accepts = detail::residual_fits<inner, S>();
 
     template <precision_policy P, class S, class Place>
     using layer = detail::residual_layer<P, S, Place, inner>;

@@ -112,6 +112,8 @@ template <std::size_t Axis>
 struct MeanPool {
     template <class S>
     using output_shape = typename detail::mean_pool_output<Axis, S>::type;
+    template <class S>
+    static constexpr bool accepts = Axis < S::rank;
     template <precision_policy P, class S, class Place>
     using layer = detail::mean_pool_layer<P, S, Place, Axis>;
 };
@@ -119,6 +121,8 @@ struct MeanPool {
 struct LastToken {
     template <class S>
     using output_shape = typename detail::last_token_output<S>::type;
+    template <class S>
+    static constexpr bool accepts = S::rank == 3;
     template <precision_policy P, class S, class Place>
     using layer = detail::last_token_layer<P, S, Place>;
 };

@@ -101,6 +101,72 @@ struct chain_shapes<In, type_list<U, Us...>> {
     using type = decltype(prepend(typename chain_shapes<out, type_list<Us...>>::type{}));
 };
 
+// A spec's accepts<In>, where it says (a layer that checks its input shape
+// says whether that check passes, without reporting), else true.
+template <class Spec, class In>
+constexpr bool accepts_input()
+{
+    if constexpr (requires { Spec::template accepts<In>; }) return Spec::template accepts<In>;
+    else return true;
+}
+
+// What stands in for a unit after the first that rejected its input: it
+// passes its input on and does nothing.
+struct passed_over {
+    template <class S>
+    using output_shape = S;
+    template <precision_policy P, class S, class Place>
+    struct layer : parameterless_layer {
+        using input_shape = S;
+        using output_shape = S;
+        using parameterless_layer::parameterless_layer;
+        template <class X, class Y>
+        void forward(const X&, const Y&, const step_info&)
+        {
+        }
+        template <class DY, class DX, class Prev>
+        void backward(const DY&, const DX&, const step_info&, Prev&)
+        {
+        }
+    };
+};
+
+// One mistake, one error: the first unit that rejects its input reports it
+// and outputs a stand-in (its output for the input it wanted, as far as that
+// can be read); each later unit that rejects what it is fed is passed over in
+// silence, so no error is about a shape the user never wrote.
+template <class In, bool Failed, class Units>
+struct checked_units;
+template <class In, bool Failed>
+struct checked_units<In, Failed, type_list<>> {
+    using type = type_list<>;
+};
+template <class In, bool Failed, class U, class... Us>
+struct checked_units<In, Failed, type_list<U, Us...>> {
+    static constexpr bool fits = accepts_input<typename U::spec, In>();
+    using unit = std::conditional_t<Failed && !fits, indexed<U::index, passed_over>, U>;
+    using rest = checked_units<typename unit::spec::template output_shape<In>, Failed || !fits, type_list<Us...>>;
+    template <class... R>
+    static auto prepend(type_list<R...>) -> type_list<unit, R...>;
+    using type = decltype(prepend(typename rest::type{}));
+};
+
+// Whether each unit accepts what the one before gives it (silent: no
+// rejected unit's output is computed).
+template <class In>
+constexpr bool chain_accepts(type_list<>)
+{
+    return true;
+}
+template <class In, class U, class... Us>
+constexpr bool chain_accepts(type_list<U, Us...>)
+{
+    if constexpr (accepts_input<typename U::spec, In>())
+        return chain_accepts<typename U::spec::template output_shape<In>>(type_list<Us...>{});
+    else
+        return false;
+}
+
 // Recompute: a Checkpointed segment. Its activations between children, and
 // every kept tensor of its children (nested Sequentials, Residuals,
 // attention, LayerNorm, fused activations), live in the model's shared
@@ -357,14 +423,21 @@ struct Sequential {
     using input_element = input_element_t<at_t<0, type_list<Layers...>>, P>;
     static constexpr std::size_t input_limit = input_limit_of<at_t<0, type_list<Layers...>>>();
 
+    // The units for input In: after a unit that rejects it, those that
+    // reject what they are fed are passed over (see checked_units).
     template <class In>
-    using shapes = typename detail::chain_shapes<In, units>::type;
+    using units_for = typename detail::checked_units<In, false, units>::type;
+    template <class In>
+    static constexpr bool accepts = detail::chain_accepts<In>(units{});
+
+    template <class In>
+    using shapes = typename detail::chain_shapes<In, units_for<In>>::type;
 
     template <class In>
     using output_shape = at_t<unit_count, shapes<In>>;
 
     template <precision_policy P, class In, class Place>
-    using layer = detail::sequential_layer<P, In, Place, units, shapes<In>, std::make_index_sequence<unit_count>>;
+    using layer = detail::sequential_layer<P, In, Place, units_for<In>, shapes<In>, std::make_index_sequence<unit_count>>;
 };
 
 namespace detail {
@@ -380,9 +453,11 @@ struct segment_spec {
 
     template <class In>
     using output_shape = typename inner::template output_shape<In>;
+    template <class In>
+    static constexpr bool accepts = inner::template accepts<In>;
 
     template <precision_policy P, class In, class Place>
-    using layer = sequential_layer<P, In, Place, typename inner::units, typename inner::template shapes<In>,
+    using layer = sequential_layer<P, In, Place, typename inner::template units_for<In>, typename inner::template shapes<In>,
                                    std::make_index_sequence<inner::unit_count>, true, Offload>;
 };
 

@@ -1,7 +1,8 @@
 // Profiling and progress (tenet::profile): NVTX ranges for Nsight, a host
-// timer, and the training progress bar.
+// timer, the training progress bar, and the notice for unoptimized host code.
 #pragma once
 
 #include "nvtx.hpp"
+#include "optimization_notice.hpp"
 #include "progress.hpp"
 #include "timer.hpp"

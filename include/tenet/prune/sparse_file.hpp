@@ -78,9 +78,10 @@ io::checkpoint_section section_of(std::string name, const std::vector<T>& values
 
 // The section called name, of count T's, as a vector.
 template <class T>
-std::vector<T> read_section(const io::checkpoint_contents& contents, const std::string& name, std::size_t count)
+std::vector<T> read_section(const std::string& path, const io::checkpoint_contents& contents, const std::string& name,
+                            std::size_t count)
 {
-    const io::checkpoint_section& s = io::find_section(contents, name, count * sizeof(T));
+    const io::checkpoint_section& s = io::find_section(path, contents, name, count * sizeof(T));
     std::vector<T> out(count);
     if (count != 0) std::memcpy(out.data(), s.bytes.data(), s.bytes.size());
     return out;
@@ -159,10 +160,10 @@ void load_sparse(const std::string& path, masks<Model>& m)
             const std::string where = path + ": " + name;
             if (f == sparse_format::csr) {
                 csr_matrix<storage> w{rows, cols, {}, {}, {}};
-                w.row_offsets = detail::read_section<std::uint32_t>(contents, name + "/row_offsets", rows + 1);
+                w.row_offsets = detail::read_section<std::uint32_t>(path, contents, name + "/row_offsets", rows + 1);
                 const std::size_t entries = w.row_offsets.back();
-                w.columns = detail::read_section<std::uint32_t>(contents, name + "/columns", entries);
-                w.values = detail::read_section<storage>(contents, name + "/values", entries);
+                w.columns = detail::read_section<std::uint32_t>(path, contents, name + "/columns", entries);
+                w.values = detail::read_section<storage>(path, contents, name + "/values", entries);
                 w.check(where);
                 dense = w.to_dense();
                 for (std::size_t i = 0; i < shape::numel; ++i) keep[offset + i] = 0;
@@ -172,8 +173,8 @@ void load_sparse(const std::string& path, masks<Model>& m)
                 sections += 3;
             } else {
                 compressed_24<storage> w{rows, cols, {}, {}};
-                w.values = detail::read_section<storage>(contents, name + "/values", shape::numel / 2);
-                w.indices = detail::read_section<std::uint8_t>(contents, name + "/indices", rows * w.row_bytes());
+                w.values = detail::read_section<storage>(path, contents, name + "/values", shape::numel / 2);
+                w.indices = detail::read_section<std::uint8_t>(path, contents, name + "/indices", rows * w.row_bytes());
                 w.check(where);
                 dense = w.to_dense();
                 for (std::size_t i = 0; i < shape::numel; ++i) keep[offset + i] = 0;
@@ -186,7 +187,7 @@ void load_sparse(const std::string& path, masks<Model>& m)
                 sections += 2;
             }
         } else {
-            dense = detail::read_section<storage>(contents, name, shape::numel);
+            dense = detail::read_section<storage>(path, contents, name, shape::numel);
             sections += 1;
         }
         std::copy(dense.begin(), dense.end(), values.begin() + static_cast<std::ptrdiff_t>(offset));

@@ -32,8 +32,8 @@ class fake_quant_linear_layer {
     using storage = typename P::storage;
     using gradient_element = nn::gradient_t<P>;
     using parameters_type = nn::linear_parameters<storage, gradient_element, Place, In, Out>;
-    using x_matrix = Shape<InShape::numel / In, In>;
-    using y_matrix = Shape<InShape::numel / In, Out>;
+    using x_matrix = Shape<InShape::numel / nn::last_extent<InShape>, In>;  // (rows: a stand-in where the input does not fit)
+    using y_matrix = Shape<InShape::numel / nn::last_extent<InShape>, Out>;
     using operands_type = fake_quant_operands<storage, x_matrix, Shape<Out, In>, Place, typename P::input_observer>;
     static constexpr bool has_act = Act != linalg::activation::none;
     static constexpr std::size_t rows = x_matrix::extents[0];

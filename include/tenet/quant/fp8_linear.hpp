@@ -33,9 +33,9 @@ class fp8_linear_layer {
     using storage = typename P::storage;
     using gradient_type = nn::gradient_t<P>;
     using parameters_type = nn::linear_parameters<storage, gradient_type, Place, In, Out>;
-    using x_matrix = Shape<InShape::numel / In, In>;
+    using x_matrix = Shape<InShape::numel / nn::last_extent<InShape>, In>;  // (rows: a stand-in where the input does not fit)
     using w_shape = Shape<Out, In>;
-    using y_matrix = Shape<InShape::numel / In, Out>;
+    using y_matrix = Shape<InShape::numel / nn::last_extent<InShape>, Out>;
     using forward_scaling = delayed_scaling<typename P::fp8_forward, P::amax_history, Place>;
     using backward_scaling = delayed_scaling<typename P::fp8_backward, P::amax_history, Place>;
     static constexpr bool has_activation = Act != linalg::activation::none;

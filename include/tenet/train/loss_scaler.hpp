@@ -73,7 +73,7 @@ inline const char* implausible(const step_state& s, bool dynamic_scaling, const 
         return "applied + skipped updates differ from the iteration count";
     if (s.nonfinite < s.skipped || s.nonfinite > s.iteration) return "the non-finite step count is out of range";
     if (s.last_skipped > 1) return "last_skipped is neither 0 nor 1";
-    if (!(s.last_lr > -3.4028235e38f && s.last_lr < 3.4028235e38f)) return "the last learning rate is not finite";
+    if (!(s.last_lr >= -3.4028235e38f && s.last_lr <= 3.4028235e38f)) return "the last learning rate is not finite";
     if (!(s.last_grad_norm >= 0.0f && s.last_grad_norm <= 3.4028235e38f))
         return "the last gradient norm is not finite and non-negative";
     return "";

@@ -43,6 +43,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -89,7 +90,7 @@ public:
 
     explicit optimizer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
                        optimizer_options options = {}, parameter_shard shard = parameter_shard::whole(numel))
-        : model_(model), rule_(rule), schedule_(schedule), options_(options), shard_(checked(shard)),
+        : model_(model), rule_(rule), schedule_(schedule), options_(checked(options)), shard_(checked(shard)),
           master_(separate_master ? shard_.size() : 0, current_stream()),
           slots_(Rule::slots * shard_.size(), current_stream()),
           state_(1, current_stream()),
@@ -283,16 +284,16 @@ public:
     {
         constexpr std::size_t bytes = numel * sizeof(master_type);
         checked_state c;
-        if constexpr (separate_master) c.master = &io::find_section(contents, "master", bytes);
-        for (std::size_t j = 0; j < Rule::slots; ++j) c.slots[j] = &io::find_section(contents, "state" + std::to_string(j), bytes);
-        const auto& state = io::find_section(contents, "step_state", sizeof(step_state));
+        if constexpr (separate_master) c.master = &io::find_section(path, contents, "master", bytes);
+        for (std::size_t j = 0; j < Rule::slots; ++j) c.slots[j] = &io::find_section(path, contents, "state" + std::to_string(j), bytes);
+        const auto& state = io::find_section(path, contents, "step_state", sizeof(step_state));
         std::memcpy(&c.state, state.bytes.data(), sizeof c.state);
         if (const char* why = implausible(c.state, dynamic_loss_scaling, options_.scaler); *why)
             throw format_error(path, std::string("step_state: ") + why);
         if (c.master) io::check_finite<master_type>(path, *c.master);
         for (const io::checkpoint_section* slot : c.slots) io::check_finite<master_type>(path, *slot);
         if (masks_) {
-            const auto& masks = io::find_section(contents, "masks", numel * sizeof(bool));
+            const auto& masks = io::find_section(path, contents, "masks", numel * sizeof(bool));
             c.keep.resize(numel);
             std::memcpy(c.keep.data(), masks.bytes.data(), numel);
             masks_->check_bytes(c.keep, path);
@@ -329,6 +330,23 @@ private:
     {
         copy_raw(to, from.bytes.data() + shard_.begin * sizeof(master_type), shard_.size() * sizeof(master_type));
         current_stream().synchronize();  // the section is the caller's
+    }
+
+    // Settings its own checkpoints can hold: implausible() refuses a loss
+    // scale that is not finite and positive, and good_steps at or past the
+    // growth interval (which a growth interval of 0 would always be).
+    static optimizer_options checked(const optimizer_options& o)
+    {
+        const auto require = [](bool ok, const char* what) { detail::require_hyperparameter(ok, "optimizer", what); };
+        constexpr float largest = std::numeric_limits<float>::max();
+        require(o.clip_norm >= 0 && o.clip_norm <= largest, "clip_norm must be >= 0 (0: no clipping) and finite");
+        require(o.scaler.initial_scale > 0 && o.scaler.initial_scale <= largest,
+                "scaler.initial_scale must be positive and finite");
+        require(o.scaler.growth_factor >= 1 && o.scaler.growth_factor <= largest,
+                "scaler.growth_factor must be >= 1 and finite");
+        require(o.scaler.backoff_factor > 0 && o.scaler.backoff_factor <= 1, "scaler.backoff_factor must lie in (0, 1]");
+        require(o.scaler.growth_interval > 0, "scaler.growth_interval must be positive");
+        return o;
     }
 
     parameter_shard checked(parameter_shard shard) const

@@ -8,7 +8,8 @@
 //   train::trainer t(net, train::adamw{}, train::warmup_cosine_lr{1e-3f, 200, 4000});
 //   t.capture();                        // device: record the step as a CUDA Graph
 //   while (loader.next(b)) t.step(b.x(), b.labels(), b.valid());
-//   double loss = t.mean_loss();        // reads back (waits); resets the sum
+//   double loss = t.mean_loss();        // reads back (waits); changes nothing
+//   train::epoch_summary e = t.end_epoch();  // every metric, then a new window
 //
 //   train::trainer r(regressor, train::adamw{}, train::constant_lr{1e-3f}, {}, train::mean_squared_error{});
 //   r.step(x, targets, valid);          // targets: the output's shape
@@ -38,7 +39,17 @@
 //   trainer_options{.check_batches = true} waits and throws as the host does.
 // - Padding rows (valid 0) contribute nothing, whatever x holds there (NaN,
 //   inf): the step zeroes them in its own copy of x (one fused pass), since
-//   the weight gradient's 0 * NaN would otherwise be NaN.
+//   the weight gradient's 0 * NaN would otherwise be NaN. The model is told
+//   which samples are real (model::forward(x, valid_samples(...))), so
+//   layers that mix the batch (BatchNorm2d's statistics, running statistics
+//   and gradients) count the real ones alone: a padded batch trains exactly
+//   as the batch of its real rows alone would.
+// - Modes: step() runs the model in training mode and evaluate() in
+//   evaluation mode; each puts the model back in the mode it found, on
+//   every path (nn::mode_scope).
+// - Metrics: each is a running sum over a window that only reset_metrics()
+//   or end_epoch() ends; reading one (mean_loss(), accuracy(),
+//   evaluation_loss()) changes nothing. An empty window reads NaN.
 // - Token models (an Embedding first: input_type i32): padding rows read
 //   token 0; a real row's token outside [0, Vocab) is a tenet::index_error
 //   before anything changes (host; device with check_batches). In a
@@ -71,6 +82,7 @@
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../profile/nvtx.hpp"
+#include "../profile/optimization_notice.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
 #include "data_parallel.hpp"
@@ -87,6 +99,17 @@
 #include <vector>
 
 namespace tenet::train {
+
+// What trainer::end_epoch() returns: the window's metrics (NaN where the
+// window saw nothing: no steps, no evaluated rows, or a loss that does not
+// classify for accuracy).
+struct epoch_summary {
+    double mean_loss;            // the mean micro-batch loss of the steps
+    std::size_t steps;           // micro-batches stepped
+    double evaluation_loss;      // the mean loss per valid row evaluated
+    double evaluated_rows;       // valid rows evaluated
+    double accuracy;             // the fraction of them predicted right
+};
 
 struct trainer_options {
     std::size_t accumulation_steps = 1;  // micro-batches per update
@@ -131,6 +154,7 @@ public:
           optimizer_(model, rule, schedule, options.optimizer, shard_of(options_)),
           loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
     {
+        if constexpr (on_host) profile::process_optimization_notice().report(std::cerr, profile::unoptimized_host_code);
         current_stream().synchronize();  // the model and the optimizer are ready for stream_
         stream_scope on(stream_);
         assign(loss_sum_.view(), 0);
@@ -169,6 +193,7 @@ public:
     template <class X, class Target, class Valid, class Lengths>
     void step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
     {
+        static_assert(nn::check_model_input_type<input_type, X>());  // (float tokens: one error, naming both)
         stream_scope on(stream_);
         if constexpr (on_host) {  // before anything changes
             loss_.check_batch(target, valid);
@@ -176,7 +201,7 @@ public:
         } else if (options_.check_batches) {
             check_on_host(x, target, valid, lengths);
         }
-        model_.train();
+        nn::mode_scope training(model_, nn::mode::training);
         const std::size_t k = options_.accumulation_steps;
         const auto phase = k == 1 ? phase_kind::only
                          : micro_ == 0 ? phase_kind::first
@@ -197,13 +222,15 @@ public:
     // valid rows to evaluation_loss(), and for a classifying loss counts
     // correct predictions (argmax of the logits == label) for accuracy().
     // Sequence models may pass lengths, as to step(); tokens and lengths are
-    // staged (padding rows 0) and checked as step() does.
+    // staged (padding rows 0) and checked as step() does. The model's mode
+    // afterwards is the one it had before.
     template <class X, class Target, class Valid, class Lengths = absent>
     void evaluate(const X& x, const Target& target, const Valid& valid, const Lengths& lengths = {})
     {
+        static_assert(nn::check_model_input_type<input_type, X>());
         stream_scope on(stream_);
         if constexpr (on_host) check_inputs(x, valid, lengths);
-        model_.eval();
+        nn::mode_scope evaluating(model_, nn::mode::evaluation);
         const auto& prediction = evaluation_forward(x, valid, lengths);
         const auto rows = sum(cast<f32>(valid != 0));
         loss_.forward(batch_loss_, prediction, target, valid);
@@ -213,36 +240,50 @@ public:
             correct_ = correct_ + sum(cast<f32>(argmax<-1>(prediction) == target) * cast<f32>(valid != 0));
             rows_ = rows_ + rows;
         }
-        model_.train();
     }
 
-    // The mean micro-batch loss since the last call (waits for the stream).
-    double mean_loss()
+    // The metrics' window: everything since construction, the last
+    // reset_metrics() or end_epoch(). Reading a metric waits for the stream
+    // and changes nothing; an empty window reads NaN. (Data parallel: every
+    // rank must read in the same order, as they are summed over ranks.)
+
+    // The mean micro-batch loss of the steps in the window.
+    double mean_loss() const
     {
-        const double total = read(loss_sum_);
-        const double mean = losses_ ? total / static_cast<double>(losses_) : 0.0;
+        return losses_ ? read(loss_sum_) / static_cast<double>(losses_) : std::numeric_limits<double>::quiet_NaN();
+    }
+
+    // The fraction of valid rows evaluate() predicted right in the window.
+    double accuracy() const
+        requires classifies<Loss>
+    {
+        return ratio(correct_, rows_);
+    }
+
+    // The mean loss per valid row of what evaluate() saw in the window.
+    double evaluation_loss() const { return ratio(evaluated_loss_, evaluated_rows_); }
+
+    // The steps taken (micro-batches) and the valid rows evaluated in the window.
+    std::size_t steps_in_window() const { return losses_; }
+    double evaluated_rows() const { return read_total(evaluated_rows_); }
+
+    // Ends the window: every metric starts again from nothing.
+    void reset_metrics()
+    {
         stream_scope on(stream_);
         assign(loss_sum_.view(), 0);
         losses_ = 0;
-        return mean;
+        clear_metrics();
     }
 
-    // Accuracy over what evaluate() saw since the last call (waits).
-    double accuracy()
-        requires classifies<Loss>
+    // Every metric of the window, then reset_metrics(): the end of an epoch.
+    epoch_summary end_epoch()
     {
-        const double correct = read_total(correct_), rows = read_total(rows_);
-        clear(correct_, rows_);
-        return rows > 0 ? correct / rows : 0.0;
-    }
-
-    // The mean loss per valid row over what evaluate() saw since the last
-    // call (waits).
-    double evaluation_loss()
-    {
-        const double total = read_total(evaluated_loss_), rows = read_total(evaluated_rows_);
-        clear(evaluated_loss_, evaluated_rows_);
-        return rows > 0 ? total / rows : 0.0;
+        epoch_summary e{mean_loss(), steps_in_window(), evaluation_loss(), evaluated_rows(),
+                        std::numeric_limits<double>::quiet_NaN()};
+        if constexpr (classifies<Loss>) e.accuracy = accuracy();
+        reset_metrics();
+        return e;
     }
 
     step_state state() const
@@ -461,7 +502,7 @@ private:
     template <class X, class Valid, class Lengths>
     void check_inputs(const X& x, const Valid& valid, const Lengths& lengths)
     {
-        if constexpr (std::is_integral_v<input_type> && Model::input_limit > 0 && !std::is_same_v<X, absent>)
+        if constexpr (std::is_integral_v<input_type> && Model::input_limit > 0 && integer_expression<X>)
             check_index_range<Model::input_limit>(staged_tokens(x, valid), "trainer: a real row's token");
         if constexpr (!std::is_same_v<Lengths, absent>) {
             static_assert(input_shape::rank >= 2, "tenet: trainer: lengths are for sequence inputs [Batch, Seq, ...]");
@@ -478,7 +519,7 @@ private:
         if constexpr (std::is_integral_v<input_type> || !std::is_same_v<Lengths, absent>)
             return staged_forward(x, valid, lengths);
         else
-            return model_.forward(x);
+            return model_.forward(x, nn::valid_samples(real_samples(valid)));
     }
 
     // The model's forward on staged copies of x (and lengths).
@@ -487,11 +528,19 @@ private:
     {
         stage(x, valid);
         if constexpr (std::is_same_v<Lengths, absent>) {
-            return model_.forward(staged_);
+            return model_.forward(staged_, nn::valid_samples(real_samples(valid)));
         } else {
             staged_lengths_ = staged_lengths(lengths, valid);
-            return model_.forward(staged_, staged_lengths_);
+            return model_.forward(staged_, staged_lengths_, nn::valid_samples(real_samples(valid)));
         }
+    }
+
+    // 1 for each batch entry with a real row, 0 for padding ([Batch]).
+    template <class Valid>
+    static auto real_samples(const Valid& valid)
+    {
+        constexpr std::size_t batch = input_shape::extents[0];
+        return max<1>(reshape<Shape<batch, rows_shape::numel / batch>>(cast<f32>(valid != 0)));
     }
 
     template <class T>
@@ -547,11 +596,22 @@ private:
         return host.data()[0];
     }
 
-    // A metric's sum over ranks (data parallel), read back.
-    double read_total(Tensor<f32, Shape<>, place>& t)
+    // A metric's sum over ranks (data parallel), read back; the metric
+    // itself stays this rank's.
+    double read_total(const Tensor<f32, Shape<>, place>& t) const
     {
-        if (parallel_) parallel_->total(t, stream_);
-        return read(t);
+        if (!parallel_) return read(t);
+        stream_scope on(stream_);
+        total_ = t;
+        parallel_->total(total_, stream_);
+        return read(total_);
+    }
+
+    // numerator / denominator, summed over ranks; NaN when nothing was counted.
+    double ratio(const Tensor<f32, Shape<>, place>& numerator, const Tensor<f32, Shape<>, place>& denominator) const
+    {
+        const double n = read_total(numerator), d = read_total(denominator);
+        return d > 0 ? n / d : std::numeric_limits<double>::quiet_NaN();
     }
 
     // The file's sections (`whole`: see optimizer::append_sections); only
@@ -590,11 +650,12 @@ private:
     Tensor<f32, Shape<>, place> rows_;
     Tensor<f32, Shape<>, place> evaluated_loss_;  // evaluation_loss(): loss times rows, and rows
     Tensor<f32, Shape<>, place> evaluated_rows_;
+    mutable Tensor<f32, Shape<>, place> total_;  // scratch: a metric summed over ranks
     std::size_t micro_ = 0;
     std::size_t losses_ = 0;
     bool graphs_on_ = false;
     std::vector<graph_entry> graphs_;
-    std::optional<detail::data_parallel<Model>> parallel_;  // with a communicator
+    mutable std::optional<detail::data_parallel<Model>> parallel_;  // with a communicator (total() reads metrics)
 };
 
 }  // namespace tenet::train

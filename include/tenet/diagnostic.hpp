@@ -12,6 +12,9 @@
 // the failure's own type is the message: a name that says what went wrong,
 // with the shapes (or places, or types) as its arguments:
 //     error: incomplete type "...shape_mismatch_in_assignment<Shape<2UL, 3UL>, Shape<2UL, 4UL>>" is not allowed
+// So every failure type is named as its message reads, the layer or
+// function first and what was given last:
+//     BatchNorm2d_takes_NHWC_images_Shape_N_H_W_Channels_not<16UL, Shape<2UL, 8UL, 8UL, 8UL>>
 // Either way it is the only error: the check reports as success once it has
 // failed, so nothing follows from it. The text is only computed on failure.
 #pragma once

@@ -1,8 +1,8 @@
 // Fewer destinations than variables.
 #include <tenet/tenet.hpp>
-// expect: destination_count_message<2
+// expect: gradients_needs_one_destination_per_variable<2
 // expect-cxx: tenet: tie(...) = gradients(e, dy): one destination per variable: 2 variables, 1 destinations
-// expect-cuda: destination_count_message<2UL, 1UL>
+// expect-cuda: gradients_needs_one_destination_per_variable<2UL, 1UL>
 using namespace tenet;
 void f(const Tensor<float, Shape<4, 3>, Host>& x, const Tensor<float, Shape<4, 3>, Host>& w,
        Tensor<float, Shape<4, 3>, Host>& dx)

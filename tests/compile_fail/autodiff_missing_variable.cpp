@@ -1,8 +1,8 @@
 // Variables numbered with a gap.
 #include <tenet/tenet.hpp>
-// expect: missing_variable_message<1
+// expect: gradients_variables_numbered_0_1_without_gaps_one_missing<1
 // expect-cxx: tenet: gradients: variables are numbered 0, 1, ... without gaps, and var<1> is missing
-// expect-cuda: missing_variable_message<1UL>
+// expect-cuda: gradients_variables_numbered_0_1_without_gaps_one_missing<1UL>
 using namespace tenet;
 void f(const Tensor<float, Shape<4, 3>, Host>& x, Tensor<float, Shape<4, 3>, Host>& d0, Tensor<float, Shape<4, 3>, Host>& d2)
 {

@@ -1,6 +1,6 @@
 // gradients(...) through a tenet::map functor that gives no derivative.
 #include <tenet/tenet.hpp>
-// expect: no_rule_message<clamp_to_unit>
+// expect: gradients_no_derivative_rule_give_the_functor_a_derivative_member<clamp_to_unit>
 // expect-cxx: tenet: gradients: no derivative rule for tenet::map(f, ...)
 struct clamp_to_unit {
     TENET_HD float operator()(float x) const { return x < -1.0f ? -1.0f : (x > 1.0f ? 1.0f : x); }

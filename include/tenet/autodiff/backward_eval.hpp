@@ -47,7 +47,7 @@ template <class Ev, class L>
 struct is_remap_eval<internal::remap_eval<Ev, L>> : std::true_type {};
 
 template <class Op>
-struct no_rule_message {
+struct gradients_no_derivative_rule_give_the_functor_a_derivative_member {
     static constexpr auto text()
     {
         return fixed_string("tenet: gradients: no derivative rule for ") + internal::op_name<Op>() +
@@ -77,7 +77,7 @@ constexpr bool map_differentiable()
         return false;
     } else {
         constexpr bool defined = rule_for<Op, typename Es::value_type...>::defined;
-        static_assert(diagnose<defined, no_rule_message<Op>>::value);
+        static_assert(diagnose<defined, gradients_no_derivative_rule_give_the_functor_a_derivative_member<Op>>::value);
         if constexpr (defined) return any_operand_flows<Op, Es...>(std::index_sequence_for<Es...>{});
         else return false;
     }

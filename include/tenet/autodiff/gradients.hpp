@@ -42,7 +42,7 @@ namespace tenet {
 namespace detail::ad {
 
 template <class E, class Dy>
-struct upstream_shape_message {
+struct gradients_dy_does_not_broadcast_to_the_shape_of_e {
     static constexpr auto text()
     {
         return fixed_string("tenet: gradients(e, dy): dy of shape ") + shape_name<Dy>::text() +
@@ -51,7 +51,7 @@ struct upstream_shape_message {
 };
 
 template <std::size_t I, class Dst, class Var>
-struct destination_shape_message {
+struct gradient_destination_must_have_the_variable_shape {
     static constexpr auto text()
     {
         return fixed_string("tenet: the gradient of var<") + decimal<I>() +
@@ -61,7 +61,7 @@ struct destination_shape_message {
 };
 
 template <std::size_t Variables, std::size_t Destinations>
-struct destination_count_message {
+struct gradients_needs_one_destination_per_variable {
     static constexpr auto text()
     {
         return fixed_string("tenet: tie(...) = gradients(e, dy): one destination per variable: ") +
@@ -71,7 +71,7 @@ struct destination_count_message {
 };
 
 template <std::size_t I>
-struct missing_variable_message {
+struct gradients_variables_numbered_0_1_without_gaps_one_missing {
     static constexpr auto text()
     {
         return fixed_string("tenet: gradients: variables are numbered 0, 1, ... without gaps, and var<") +
@@ -80,7 +80,7 @@ struct missing_variable_message {
 };
 
 template <std::size_t I>
-struct inconsistent_variable_message {
+struct gradients_var_marks_tensors_of_different_types_or_layouts {
     static constexpr auto text()
     {
         return fixed_string("tenet: gradients: var<") + decimal<I>() +
@@ -104,10 +104,10 @@ constexpr bool check_differentiation()
     static_assert(blocked != obstacle::nested_gradient,
                   "tenet: gradients: an expression holding gradient<I>(...) cannot be differentiated again");
     static_assert(table::count > 0, "tenet: gradients(e, dy): e holds no var<I>(...)");
-    static_assert(diagnose<table::missing == table::count, missing_variable_message<table::missing>>::value);
-    static_assert(diagnose<table::inconsistent == table::count, inconsistent_variable_message<table::inconsistent>>::value);
+    static_assert(diagnose<table::missing == table::count, gradients_variables_numbered_0_1_without_gaps_one_missing<table::missing>>::value);
+    static_assert(diagnose<table::inconsistent == table::count, gradients_var_marks_tensors_of_different_types_or_layouts<table::inconsistent>>::value);
     constexpr bool shapes_ok = broadcasts_to_v<typename Dy::shape, typename E::shape>;
-    static_assert(diagnose<shapes_ok, upstream_shape_message<typename E::shape, typename Dy::shape>>::value);
+    static_assert(diagnose<shapes_ok, gradients_dy_does_not_broadcast_to_the_shape_of_e<typename E::shape, typename Dy::shape>>::value);
     constexpr bool places_ok = !std::is_void_v<combined_places_t<typename E::place, typename Dy::place>>;
     static_assert(places_ok, "tenet: gradients(e, dy): e and dy are in different places");
     return blocked == obstacle::none && table::count > 0 && table::missing == table::count &&
@@ -255,7 +255,7 @@ struct gradients_expr {
     void assign_to(const std::tuple<Views...>& destinations) const
     {
         constexpr std::size_t n = variables_t<E>::count;
-        static_assert(diagnose<sizeof...(Views) == n, destination_count_message<n, sizeof...(Views)>>::value);
+        static_assert(diagnose<sizeof...(Views) == n, gradients_needs_one_destination_per_variable<n, sizeof...(Views)>>::value);
         if constexpr (sizeof...(Views) == n)
             if constexpr (check_destinations<Views...>(std::index_sequence_for<Views...>{}))
                 run(destinations, std::index_sequence_for<Views...>{});
@@ -267,7 +267,7 @@ private:
     {
         using variable = variable_t<E, I>;
         constexpr bool shape_ok = std::is_same_v<typename View::shape, typename variable::shape>;
-        static_assert(diagnose<shape_ok, destination_shape_message<I, typename View::shape, typename variable::shape>>::value);
+        static_assert(diagnose<shape_ok, gradient_destination_must_have_the_variable_shape<I, typename View::shape, typename variable::shape>>::value);
         // writable, not a broadcast view, places, nvcc for Device
         return shape_ok && internal::check_assignment<View, gradient_expr<I, E, Dy, typename variable::shape>>();
     }
@@ -335,7 +335,7 @@ struct failed_gradients {
 };
 
 template <std::size_t I>
-struct no_variable_message {
+struct gradient_I_but_e_has_no_var_I {
     static constexpr auto text()
     {
         return fixed_string("tenet: gradient<") + decimal<I>() + fixed_string(">(e, dy): e has no var<") +
@@ -373,7 +373,7 @@ auto gradient(E&& e, Dy&& dy)
     using U = decltype(upstream);
     if constexpr (detail::ad::check_differentiation<N, U>()) {
         constexpr bool present = I < detail::ad::variables_t<N>::count;
-        static_assert(diagnose<present, detail::ad::no_variable_message<I>>::value);
+        static_assert(diagnose<present, detail::ad::gradient_I_but_e_has_no_var_I<I>>::value);
         if constexpr (present) {
             using B = decltype(internal::broadcast_node<typename N::shape>(std::move(upstream)));
             constexpr bool broadcast = detail::ad::broadcast_variable<N, I>;

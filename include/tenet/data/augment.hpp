@@ -128,7 +128,7 @@ inline constexpr bool holds_images =
      (S::rank == 2 && S::extents[1] == H * W * C));
 
 template <class S, std::size_t H, std::size_t W, std::size_t C>
-struct augment_shape_failure {
+struct data_augment_needs_images_of_shape_H_W_C {
     static constexpr auto text()
     {
         return fixed_string("tenet: data::augment<") + decimal<H>() + fixed_string(", ") + decimal<W>() +
@@ -150,7 +150,7 @@ template <std::size_t H, std::size_t W, std::size_t C, class S, class Place>
 auto augment(pixel_batch<S, Place> pixels, const augment_options<C>& options = {}, std::uint64_t seed = 0,
              std::uint64_t step = 0, std::uint64_t first_image = 0)
 {
-    static_assert(diagnose<detail::holds_images<S, H, W, C>, detail::augment_shape_failure<S, H, W, C>>::value);
+    static_assert(diagnose<detail::holds_images<S, H, W, C>, detail::data_augment_needs_images_of_shape_H_W_C<S, H, W, C>>::value);
     if (pixels.data == nullptr) throw error("tenet: data::augment: the pixel batch has no memory (a null pointer)");
     if (options.pad > H || options.pad > W)
         throw error("tenet: data::augment: pad " + std::to_string(options.pad) + " exceeds the " + std::to_string(H) +

@@ -107,7 +107,7 @@ struct squeeze_transform {
 };
 
 template <class From, class To>
-struct broadcast_message {
+struct cannot_broadcast_From_to_To {
     static constexpr auto text()
     {
         return fixed_string("tenet: cannot broadcast ") + shape_name<From>::text() + fixed_string(" to ") +
@@ -126,7 +126,7 @@ auto broadcast_node(E&& e)
 }
 
 template <class From, class To>
-struct reshape_message {
+struct reshape_changes_the_element_count {
     static constexpr auto text()
     {
         return fixed_string("tenet: reshape changes the element count: ") + shape_name<From>::text() +
@@ -136,7 +136,7 @@ struct reshape_message {
 };
 
 template <class S, std::size_t Axis>
-struct axis_message {
+struct axis_out_of_range_for_shape {
     static constexpr auto text()
     {
         return fixed_string("tenet: axis ") + decimal<Axis>() + fixed_string(" out of range for ") +
@@ -151,7 +151,7 @@ template <shape_type To, class E>
 auto broadcast_to(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(diagnose<broadcasts_to_v<From, To>, detail::expr::broadcast_message<From, To>>::value);
+    static_assert(diagnose<broadcasts_to_v<From, To>, detail::expr::cannot_broadcast_From_to_To<From, To>>::value);
     return detail::expr::broadcast_node<To>(std::forward<E>(e));
 }
 
@@ -160,7 +160,7 @@ template <shape_type To, class E>
 auto reshape(E&& e)
 {
     using From = typename std::decay_t<E>::shape;
-    static_assert(diagnose<From::numel == To::numel, detail::expr::reshape_message<From, To>>::value);
+    static_assert(diagnose<From::numel == To::numel, detail::expr::reshape_changes_the_element_count<From, To>>::value);
     auto node = detail::expr::view_source(std::forward<E>(e));
     using N = decltype(node);
     if constexpr (!(From::numel == To::numel)) {
@@ -204,7 +204,7 @@ template <std::size_t Axis, std::size_t Begin, std::size_t End, std::size_t Step
 auto slice(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_message<S, Axis>>::value);
+    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_out_of_range_for_shape<S, Axis>>::value);
     if constexpr (Axis < S::rank) {
         static_assert(Begin < End && End <= S::extents[Axis] && Step > 0,
                       "tenet: slice<Axis, Begin, End, Step>: needs Begin < End <= extent and Step > 0");
@@ -218,7 +218,7 @@ template <std::size_t Axis, class E>
 auto unsqueeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(diagnose<(Axis <= S::rank), detail::expr::axis_message<S, Axis>>::value);
+    static_assert(diagnose<(Axis <= S::rank), detail::expr::axis_out_of_range_for_shape<S, Axis>>::value);
     return detail::expr::apply_view<detail::expr::unsqueeze_transform<Axis>>(std::forward<E>(e));
 }
 
@@ -228,7 +228,7 @@ template <std::size_t Axis, class E>
 auto squeeze(E&& e)
 {
     using S = typename std::decay_t<E>::shape;
-    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_message<S, Axis>>::value);
+    static_assert(diagnose<(Axis < S::rank), detail::expr::axis_out_of_range_for_shape<S, Axis>>::value);
     if constexpr (Axis < S::rank)
         static_assert(S::extents[Axis] == 1, "tenet: squeeze: the dimension's extent is not 1");
     return detail::expr::apply_view<detail::expr::squeeze_transform<Axis>>(std::forward<E>(e));

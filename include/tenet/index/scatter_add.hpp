@@ -141,7 +141,7 @@ struct scatter_shapes {
 };
 
 template <class Dst, class Indices, class Src>
-struct scatter_failure {
+struct scatter_add_rows_src_must_be_indices_shape_then_rows_of_dst {
     static constexpr auto text()
     {
         return fixed_string("tenet: scatter_add_rows: src ") + shape_name<typename Src::shape>::text() +
@@ -167,7 +167,7 @@ void scatter_add_rows(const Dst& dst, const Indices& indices, const Src& src)
 {
     using shapes = detail::index::scatter_shapes<Dst, Indices, Src>;
     static_assert(integer_expression<Indices>, "tenet: scatter_add_rows: the indices must be i32");
-    static_assert(diagnose<shapes::fits, detail::index::scatter_failure<Dst, Indices, Src>>::value);
+    static_assert(diagnose<shapes::fits, detail::index::scatter_add_rows_src_must_be_indices_shape_then_rows_of_dst<Dst, Indices, Src>>::value);
     using place = typename decltype(tenet::destination_view(dst))::place;
     static_assert(std::is_same_v<place, typename Indices::place> && std::is_same_v<place, typename Src::place>,
                   "tenet: scatter_add_rows: dst, indices and src must be in one place");

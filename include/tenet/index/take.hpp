@@ -143,7 +143,7 @@ struct take_expr {
 };
 
 template <std::size_t Axis, class Table>
-struct take_failure {
+struct take_table_has_no_such_axis {
     static constexpr auto text()
     {
         return fixed_string("tenet: take<") + decimal<Axis>() + fixed_string(">: the table ") +
@@ -158,7 +158,7 @@ template <std::size_t Axis, class Table, class Indices>
 auto take(Table&& table, Indices&& indices)
 {
     using table_shape = typename std::decay_t<Table>::shape;
-    static_assert(diagnose<(Axis < table_shape::rank), detail::index::take_failure<Axis, table_shape>>::value);
+    static_assert(diagnose<(Axis < table_shape::rank), detail::index::take_table_has_no_such_axis<Axis, table_shape>>::value);
     static_assert(integer_expression<Indices>,
                   "tenet: take: the indices must be integers (an i32 tensor), not floating-point values");
     if constexpr (Axis < table_shape::rank) {

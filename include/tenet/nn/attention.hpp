@@ -30,7 +30,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <std::size_t Dim, std::size_t Heads>
-struct attention_heads_failure {
+struct MultiHeadAttention_Dim_Heads_Heads_must_divide_Dim {
     static constexpr auto text()
     {
         return fixed_string("tenet: MultiHeadAttention<") + decimal<Dim>() + fixed_string(", ") + decimal<Heads>() +
@@ -39,7 +39,7 @@ struct attention_heads_failure {
 };
 
 template <std::size_t Dim, class S>
-struct attention_input_failure {
+struct MultiHeadAttention_takes_sequences_Batch_Seq_Dim_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: MultiHeadAttention<") + decimal<Dim>() + fixed_string(", ...> fed ") +
@@ -54,7 +54,7 @@ inline constexpr bool attention_fits = S::rank == 3 && S::extents[S::rank - 1] =
 template <std::size_t Dim, class S>
 struct attention_output {
     static constexpr bool fits = attention_fits<Dim, S>;
-    static_assert(diagnose<fits, attention_input_failure<Dim, S>>::value);
+    static_assert(diagnose<fits, MultiHeadAttention_takes_sequences_Batch_Seq_Dim_not<Dim, S>>::value);
     using type = S;
 };
 
@@ -204,7 +204,7 @@ private:
 
 template <std::size_t Dim, std::size_t Heads, bool Causal = false>
 struct MultiHeadAttention {
-    static_assert(diagnose<Heads >= 1 && Dim % Heads == 0, detail::attention_heads_failure<Dim, Heads>>::value);
+    static_assert(diagnose<Heads >= 1 && Dim % Heads == 0, detail::MultiHeadAttention_Dim_Heads_Heads_must_divide_Dim<Dim, Heads>>::value);
     template <class S>
     using output_shape = typename detail::attention_output<Dim, S>::type;
     template <class S>

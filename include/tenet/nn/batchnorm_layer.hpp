@@ -36,7 +36,7 @@ struct batchnorm_options {
 namespace detail {
 
 template <std::size_t C, class S>
-struct batch_norm_input_failure {
+struct BatchNorm2d_takes_NHWC_images_Shape_N_H_W_Channels_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: BatchNorm2d<") + decimal<C>() + fixed_string("> fed ") + shape_name<S>::text() +
@@ -46,7 +46,7 @@ struct batch_norm_input_failure {
 
 template <std::size_t C, class S>
 struct batch_norm_output {
-    static_assert(diagnose<S::rank == 4 && last_extent<S> == C, batch_norm_input_failure<C, S>>::value);
+    static_assert(diagnose<S::rank == 4 && last_extent<S> == C, BatchNorm2d_takes_NHWC_images_Shape_N_H_W_Channels_not<C, S>>::value);
     using type = S;
 };
 

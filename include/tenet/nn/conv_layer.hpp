@@ -41,7 +41,7 @@ constexpr auto conv2d_name()
 
 template <conv_misfit Why, std::size_t In, std::size_t Out, std::size_t K, std::size_t S, std::size_t P,
           std::size_t D, std::size_t G, class Shape>
-struct conv2d_failure {
+struct Conv2d_takes_NHWC_images_with_InChannels_last_and_Groups_dividing_the_channels_not {
     static constexpr auto reason()
     {
         if constexpr (Why == conv_misfit::groups)
@@ -117,7 +117,7 @@ struct conv2d_output {
     static constexpr conv_misfit why = misfit != conv_misfit::none ? misfit
                                        : fits                    ? conv_misfit::none
                                                                  : conv_misfit::kernel;
-    static_assert(diagnose<why == conv_misfit::none, conv2d_failure<why, In, Out, K, S, P, D, G, Shape>>::value);
+    static_assert(diagnose<why == conv_misfit::none, Conv2d_takes_NHWC_images_with_InChannels_last_and_Groups_dividing_the_channels_not<why, In, Out, K, S, P, D, G, Shape>>::value);
     using type = typename geometry::template output_shape<Out>;
 };
 

@@ -48,7 +48,7 @@ struct table_parameter {
 };
 
 template <std::size_t Vocab, std::size_t Dim>
-struct embedding_input_failure {
+struct Embedding_takes_integer_tokens_i32_cast_the_input_or_put_the_Embedding_first {
     static constexpr auto text()
     {
         return fixed_string("tenet: Embedding<") + decimal<Vocab>() + fixed_string(", ") + decimal<Dim>() +
@@ -83,7 +83,7 @@ public:
     {
         using element = std::remove_cv_t<std::remove_pointer_t<decltype(tenet::destination_view(x).data())>>;
         constexpr bool tokens = std::is_same_v<element, i32>;
-        static_assert(diagnose<tokens, embedding_input_failure<Vocab, Dim>>::value);
+        static_assert(diagnose<tokens, Embedding_takes_integer_tokens_i32_cast_the_input_or_put_the_Embedding_first<Vocab, Dim>>::value);
         if constexpr (tokens) {
             const auto t = contiguous_as<S>(x);
             tokens_ = t.data();
@@ -112,7 +112,7 @@ private:
 };
 
 template <std::size_t Seq, std::size_t Dim, class S>
-struct positional_input_failure {
+struct PositionalEmbedding_Seq_Dim_needs_last_two_extents_Seq_Dim_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: PositionalEmbedding<") + decimal<Seq>() + fixed_string(", ") + decimal<Dim>() +
@@ -127,7 +127,7 @@ inline constexpr bool positional_fits = S::rank >= 2 && S::extents[S::rank - 1] 
 template <std::size_t Seq, std::size_t Dim, class S>
 struct positional_output {
     static constexpr bool fits = positional_fits<Seq, Dim, S>;
-    static_assert(diagnose<fits, positional_input_failure<Seq, Dim, S>>::value);
+    static_assert(diagnose<fits, PositionalEmbedding_Seq_Dim_needs_last_two_extents_Seq_Dim_not<Seq, Dim, S>>::value);
     using type = S;
 };
 

@@ -21,7 +21,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <class S>
-struct flatten_failure {
+struct Flatten_needs_a_batch_axis_and_at_least_one_more_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: Flatten fed ") + shape_name<S>::text() +
@@ -31,7 +31,7 @@ struct flatten_failure {
 
 template <class S>
 struct flatten_output {
-    static_assert(diagnose<S::rank >= 2, flatten_failure<S>>::value);
+    static_assert(diagnose<S::rank >= 2, Flatten_needs_a_batch_axis_and_at_least_one_more_not<S>>::value);
     using type = Shape<(S::rank >= 2 ? S::extents[0] : 1), (S::rank >= 2 ? S::numel / S::extents[0] : 1)>;
 };
 
@@ -58,7 +58,7 @@ public:
 };
 
 template <class S>
-struct flatten_chw_failure {
+struct FlattenCHW_takes_NHWC_images_Shape_N_H_W_C_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: FlattenCHW fed ") + shape_name<S>::text() +
@@ -68,7 +68,7 @@ struct flatten_chw_failure {
 
 template <class S>
 struct flatten_chw_shapes {
-    static_assert(diagnose<S::rank == 4, flatten_chw_failure<S>>::value);
+    static_assert(diagnose<S::rank == 4, FlattenCHW_takes_NHWC_images_Shape_N_H_W_C_not<S>>::value);
     static constexpr std::size_t n = S::extents[0], h = S::extents[1], w = S::extents[2];
     static constexpr std::size_t c = S::rank == 4 ? S::extents[3] : 1;
     using channels_first = Shape<n, c, h, w>;

@@ -306,7 +306,7 @@ auto contiguous_as(const X& x)
 namespace detail {
 
 template <class Expected, class Given>
-struct model_input_shape_failure {
+struct forward_needs_the_model_input_shape_reshape_if_meant {
     static constexpr auto text()
     {
         return fixed_string("tenet: forward: the input must have the model input shape ") + shape_name<Expected>::text() +
@@ -323,7 +323,7 @@ template <class In, class X>
 constexpr bool check_model_input()
 {
     using given = typename std::decay_t<X>::shape;
-    return diagnose<std::is_same_v<given, In>, detail::model_input_shape_failure<In, given>>::value;
+    return diagnose<std::is_same_v<given, In>, detail::forward_needs_the_model_input_shape_reshape_if_meant<In, given>>::value;
 }
 
 namespace detail {

@@ -23,7 +23,7 @@ struct layernorm_options {
 namespace detail {
 
 template <std::size_t N, class S>
-struct layer_norm_input_failure {
+struct LayerNorm_N_needs_a_last_extent_of_N_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: LayerNorm<") + decimal<N>() + fixed_string("> fed ") + shape_name<S>::text() +
@@ -33,7 +33,7 @@ struct layer_norm_input_failure {
 
 template <std::size_t N, class S>
 struct layer_norm_output {
-    static_assert(diagnose<last_extent<S> == N, layer_norm_input_failure<N, S>>::value);
+    static_assert(diagnose<last_extent<S> == N, LayerNorm_N_needs_a_last_extent_of_N_not<N, S>>::value);
     using type = S;
 };
 

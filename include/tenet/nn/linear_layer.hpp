@@ -19,7 +19,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <std::size_t In, std::size_t Out, class S>
-struct linear_input_failure {
+struct Linear_In_Out_needs_a_last_extent_of_In_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: Linear<") + decimal<In>() + fixed_string(", ") + decimal<Out>() +
@@ -34,7 +34,7 @@ inline constexpr bool linear_fits = S::rank >= 1 && last_extent<S> == In;
 template <std::size_t In, std::size_t Out, class S>
 struct linear_output {
     static constexpr bool fits = linear_fits<In, S>;
-    static_assert(diagnose<fits, linear_input_failure<In, Out, S>>::value);
+    static_assert(diagnose<fits, Linear_In_Out_needs_a_last_extent_of_In_not<In, Out, S>>::value);
     using type = with_last_extent_t<S, Out>;
 };
 

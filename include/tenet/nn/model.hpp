@@ -28,6 +28,7 @@
 #include "../io/model_values.hpp"
 #include "../tensor/copy.hpp"
 #include "mode_scope.hpp"
+#include "valid_samples.hpp"
 #include "sequential.hpp"
 
 #include <cstring>
@@ -65,22 +66,6 @@ struct backward_dy_shape_mismatch {
 };
 
 }  // namespace detail
-
-// Which entries of a batch are real: forward(x, valid_samples(v)) with v of
-// shape [Batch] (any element type, or an expression; nonzero: a real
-// sample, 0: padding) in the model's place. Layers whose results mix the
-// batch (BatchNorm) then count the real samples alone, so a padded batch
-// gives exactly what the batch of its real samples alone gives.
-template <class V>
-struct valid_samples_t {
-    V mask;
-};
-template <class V>
-auto valid_samples(const V& mask)
-{
-    if constexpr (is_tensor<V>::value) return valid_samples_t<decltype(mask.view())>{mask.view()};
-    else return valid_samples_t<V>{mask};
-}
 
 template <class Spec, precision_policy P, shape_type In, memory_place Place = Device>
 class model {
@@ -470,7 +455,7 @@ public:
         if constexpr (buffer_numel > 0) {
             buffers = &io::find_section(path, contents, "buffers", buffer_numel * sizeof(f32));
             for_each_buffer([&](const std::string& name, auto value) {  // each named (io/model_values.hpp)
-                const auto at = static_cast<std::size_t>(value.data() - buffers_.data());
+                const auto at = static_cast<std::size_t>(value.data() - buffer_store_);
                 for (std::size_t i = 0; i < decltype(value)::shape::numel; ++i) {
                     f32 v;
                     std::memcpy(&v, buffers->bytes.data() + (at + i) * sizeof(f32), sizeof v);

@@ -26,3 +26,4 @@
 #include "sequence_pooling.hpp"
 #include "sequential.hpp"
 #include "transformer.hpp"
+#include "valid_samples.hpp"

@@ -13,7 +13,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <std::size_t Patch, std::size_t Channels, class S>
-struct patch_embed_failure {
+struct PatchEmbed_takes_NHWC_images_with_Channels_and_sides_multiple_of_Patch_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: PatchEmbed<") + decimal<Patch>() + fixed_string(", ") + decimal<Channels>() +
@@ -30,7 +30,7 @@ inline constexpr bool patch_embed_fits = S::rank == 4 && Patch >= 1 && S::extent
 template <std::size_t Patch, std::size_t Channels, std::size_t Dim, class S>
 struct patch_embed_output {
     static constexpr bool fits = patch_embed_fits<Patch, Channels, S>;
-    static_assert(diagnose<fits, patch_embed_failure<Patch, Channels, S>>::value);
+    static_assert(diagnose<fits, PatchEmbed_takes_NHWC_images_with_Channels_and_sides_multiple_of_Patch_not<Patch, Channels, S>>::value);
     using type = Shape<S::extents[0], S::extents[1] / Patch * (S::extents[2] / Patch), Dim>;
 };
 

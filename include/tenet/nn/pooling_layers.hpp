@@ -21,7 +21,7 @@ namespace detail {
 enum class pool_misfit { none, padding, rank, kernel };
 
 template <bool Max, std::size_t K, std::size_t S, std::size_t P, class Shape>
-struct pool_failure {
+struct MaxPool2d_AvgPool2d_take_NHWC_images_with_padding_at_most_half_the_kernel_not {
     static constexpr pool_misfit why = [] {
         if (2 * P > K) return pool_misfit::padding;
         if (Shape::rank != 4) return pool_misfit::rank;
@@ -61,7 +61,7 @@ struct pool_output {
     static_assert(K >= 1 && S >= 1, "tenet: MaxPool2d/AvgPool2d: kernel and stride must be at least 1");
     using nhwc = std::conditional_t<pool_fits<K, S, P, Shape>, Shape, pool_stand_in<K, Shape>>;
     using geometry = conv::window_geometry<nhwc, K, S, P>;
-    static_assert(diagnose<pool_fits<K, S, P, Shape>, pool_failure<Max, K, S, P, Shape>>::value);
+    static_assert(diagnose<pool_fits<K, S, P, Shape>, MaxPool2d_AvgPool2d_take_NHWC_images_with_padding_at_most_half_the_kernel_not<Max, K, S, P, Shape>>::value);
     using type = typename geometry::template output_shape<geometry::channels>;
 };
 
@@ -101,7 +101,7 @@ private:
 };
 
 template <class Shape>
-struct global_pool_failure {
+struct GlobalAvgPool2d_takes_NHWC_images_Shape_N_H_W_C_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: GlobalAvgPool2d fed ") + shape_name<Shape>::text() +
@@ -111,7 +111,7 @@ struct global_pool_failure {
 
 template <class Shape>
 struct global_pool_output {
-    static_assert(diagnose<Shape::rank == 4, global_pool_failure<Shape>>::value);
+    static_assert(diagnose<Shape::rank == 4, GlobalAvgPool2d_takes_NHWC_images_Shape_N_H_W_C_not<Shape>>::value);
     using nhwc = std::conditional_t<Shape::rank == 4, Shape, tenet::Shape<extent_or_one<Shape, 0>, 1, 1, 1>>;
     using type = tenet::Shape<nhwc::extents[0], nhwc::extents[3]>;
 };

@@ -13,7 +13,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <class In, class Out>
-struct residual_shape_failure {
+struct Residual_layers_must_keep_the_shape_In_not_Out {
     static constexpr auto text()
     {
         return fixed_string("tenet: Residual: its layers must keep the shape: fed ") + shape_name<In>::text() +
@@ -25,7 +25,7 @@ template <class Inner, class S>
 struct residual_output {
     using out = typename Inner::template output_shape<S>;
     // (where the inner layers reject S, theirs is the error)
-    static_assert(diagnose<!Inner::template accepts<S> || std::is_same_v<out, S>, residual_shape_failure<S, out>>::value);
+    static_assert(diagnose<!Inner::template accepts<S> || std::is_same_v<out, S>, Residual_layers_must_keep_the_shape_In_not_Out<S, out>>::value);
     using type = S;
 };
 

@@ -14,7 +14,7 @@ namespace tenet::nn {
 namespace detail {
 
 template <std::size_t Axis, class S>
-struct mean_pool_failure {
+struct MeanPool_Axis_needs_an_input_with_that_axis_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: MeanPool<") + decimal<Axis>() + fixed_string("> fed ") + shape_name<S>::text() +
@@ -25,7 +25,7 @@ struct mean_pool_failure {
 template <std::size_t Axis, class S>
 struct mean_pool_output {
     static constexpr bool fits = Axis < S::rank;
-    static_assert(diagnose<fits, mean_pool_failure<Axis, S>>::value);
+    static_assert(diagnose<fits, MeanPool_Axis_needs_an_input_with_that_axis_not<Axis, S>>::value);
     struct dropped {
         static constexpr auto extents = [] {
             std::array<std::size_t, S::rank - 1> e{};
@@ -64,7 +64,7 @@ public:
 };
 
 template <class S>
-struct last_token_failure {
+struct LastToken_takes_sequences_Batch_Tokens_Dim_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: LastToken fed ") + shape_name<S>::text() +
@@ -74,7 +74,7 @@ struct last_token_failure {
 
 template <class S>
 struct last_token_output {
-    static_assert(diagnose<S::rank == 3, last_token_failure<S>>::value);
+    static_assert(diagnose<S::rank == 3, LastToken_takes_sequences_Batch_Tokens_Dim_not<S>>::value);
     using type = Shape<S::extents[0], S::extents[S::rank - 1]>;
 };
 

@@ -88,7 +88,7 @@ struct compress_24_export {
 };
 
 template <class S>
-struct not_groups_of_4 {
+struct prune_compress_24_needs_a_last_extent_multiple_of_4_not {
     static constexpr auto text()
     {
         return tenet::fixed_string("tenet: prune::compress_24: a weight of shape ") +
@@ -108,7 +108,7 @@ auto compress_24(const Weight& weight, const Mask& mask)
     using shape = typename shapes::shape;
     using T = typename detail::view_of<Weight>::element_type;
     static_assert(tenet::diagnose<shapes::ok, detail::export_failure<detail::compress_24_export, Weight, Mask>>::value);
-    static_assert(tenet::diagnose<!shapes::ok || shapes::cols % 4 == 0, detail::not_groups_of_4<shape>>::value);
+    static_assert(tenet::diagnose<!shapes::ok || shapes::cols % 4 == 0, detail::prune_compress_24_needs_a_last_extent_multiple_of_4_not<shape>>::value);
     const auto w = detail::on_host(weight);
     const auto keep = detail::on_host(mask);
     current_stream().synchronize();

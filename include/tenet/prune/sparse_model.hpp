@@ -49,7 +49,7 @@ struct sparse_unit {
 namespace detail {
 
 template <class S>
-struct no_sparse_form {
+struct sparse_model_a_layer_has_no_sparse_form {
     static constexpr auto text()
     {
         return tenet::fixed_string(
@@ -58,7 +58,7 @@ struct no_sparse_form {
     }
     static constexpr void reject()
     {
-        static_assert(tenet::diagnose<false, no_sparse_form>::value);
+        static_assert(tenet::diagnose<false, sparse_model_a_layer_has_no_sparse_form>::value);
     }
 };
 
@@ -80,7 +80,7 @@ f32 activate(f32 v)
 
 template <class Spec, shape_type In>
 class sparse_model {
-    using units = nn::linear_units_t<Spec, detail::no_sparse_form>;
+    using units = nn::linear_units_t<Spec, detail::sparse_model_a_layer_has_no_sparse_form>;
     static constexpr std::size_t count = nn::list_size<units>;
     static constexpr std::size_t features = nn::last_extent<In>;
     static constexpr std::size_t rows = In::numel / features;

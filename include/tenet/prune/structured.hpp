@@ -49,7 +49,7 @@ TENET_HD void keep_n_of_m(const T* w, bool* keep)
 }
 
 template <std::size_t N, std::size_t M, class S>
-struct n_of_m_shape_failure {
+struct prune_n_of_m_needs_a_last_extent_multiple_of_M_not {
     static constexpr auto text()
     {
         using tenet::decimal;
@@ -92,7 +92,7 @@ void n_of_m(masks<Model>& m, Skip...)
         using shape = typename decltype(weight)::shape;
         if constexpr (shape::extents[shape::rank - 1] % M != 0) {
             if constexpr (sizeof...(Skip) == 0)
-                static_assert(tenet::diagnose<false, detail::n_of_m_shape_failure<N, M, shape>>::value);
+                static_assert(tenet::diagnose<false, detail::prune_n_of_m_needs_a_last_extent_multiple_of_M_not<N, M, shape>>::value);
         } else {
             constexpr std::size_t groups = shape::numel / M;
             if constexpr (host_accessible_v<place>) {

@@ -43,7 +43,7 @@ namespace detail {
 using nn::type_list;
 
 template <class S>
-struct no_int8_form {
+struct int8_model_a_layer_has_no_int8_form {
     static constexpr auto text()
     {
         return fixed_string(
@@ -52,7 +52,7 @@ struct no_int8_form {
     }
     static constexpr void reject()
     {
-        static_assert(::tenet::diagnose<false, no_int8_form>::value);
+        static_assert(::tenet::diagnose<false, int8_model_a_layer_has_no_int8_form>::value);
     }
 };
 
@@ -372,7 +372,7 @@ struct step_for {
         else if constexpr (batch_norm_channels<Leaf> > 0)
             return batch_norm_step<S, batch_norm_channels<Leaf>, Place>{};
         else {
-            no_int8_form<Leaf>::reject();
+            int8_model_a_layer_has_no_int8_form<Leaf>::reject();
             return identity_step{};
         }
     }

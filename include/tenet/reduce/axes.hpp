@@ -87,7 +87,7 @@ struct reduction_axes {
 };
 
 template <class S, int... Axes>
-struct reduction_axis_message {
+struct reduction_axis_out_of_range_for_shape {
     static constexpr int bad = [] {
         int first = 0;
         bool found = false;

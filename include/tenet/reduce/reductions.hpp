@@ -71,7 +71,7 @@ auto make_reduction(E&& e)
     using N = node_t<E>;
     using S = typename N::shape;
     using axes = reduction_axes<S, Axes...>;
-    static_assert(diagnose<axes::in_range, reduction_axis_message<S, Axes...>>::value);
+    static_assert(diagnose<axes::in_range, reduction_axis_out_of_range_for_shape<S, Axes...>>::value);
     static_assert(!axes::in_range || axes::distinct, "tenet: a reduction axis is named twice");
     if constexpr (axes::in_range && axes::distinct)
         return reduce_expr<Op, N, axes, Keep>{{}, as_node(std::forward<E>(e))};

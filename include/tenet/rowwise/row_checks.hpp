@@ -70,7 +70,7 @@ constexpr auto text_of()
 }
 
 template <name Op, name Operand, class Want, class Got>
-struct shape_message {
+struct row_op_operand_must_have_shape_Want_not_Got {
     static constexpr auto text()
     {
         return fixed_string("tenet: ") + text_of<Op>() + fixed_string(": ") + text_of<Operand>() +
@@ -84,12 +84,12 @@ template <name Op, name Operand, class Want, class N>
 constexpr bool shape_is()
 {
     constexpr bool ok = std::is_same_v<typename N::shape, Want>;
-    static_assert(diagnose<ok, shape_message<Op, Operand, Want, typename N::shape>>::value);
+    static_assert(diagnose<ok, row_op_operand_must_have_shape_Want_not_Got<Op, Operand, Want, typename N::shape>>::value);
     return ok;
 }
 
 template <name Op>
-struct rank_message {
+struct row_op_works_along_the_last_axis_and_needs_rank_1_or_more {
     static constexpr auto text()
     {
         return fixed_string("tenet: ") + text_of<Op>() +
@@ -101,12 +101,12 @@ template <name Op, class N>
 constexpr bool has_rows()
 {
     constexpr bool ok = N::shape::rank >= 1;
-    static_assert(diagnose<ok, rank_message<Op>>::value);
+    static_assert(diagnose<ok, row_op_works_along_the_last_axis_and_needs_rank_1_or_more<Op>>::value);
     return ok;
 }
 
 template <name Op, class... Operands>
-struct place_message {
+struct row_op_mixes_places {
     static constexpr auto text()
     {
         return fixed_string("tenet: ") + text_of<Op>() + fixed_string(" mixes places: ") + join_with_vs(Operands::text()...);
@@ -118,12 +118,12 @@ template <name Op, class... N>
 constexpr bool places_agree()
 {
     constexpr bool ok = !std::is_void_v<combined_places_t<typename N::place...>>;
-    static_assert(diagnose<ok, place_message<Op, internal::located_t<N>...>>::value);
+    static_assert(diagnose<ok, row_op_mixes_places<Op, internal::located_t<N>...>>::value);
     return ok;
 }
 
 template <name Op, name Operand>
-struct element_message {
+struct row_op_operand_must_be_floating_point {
     static constexpr auto text()
     {
         return fixed_string("tenet: ") + text_of<Op>() + fixed_string(": ") + text_of<Operand>() +
@@ -152,12 +152,12 @@ template <name Op, name Operand, class View>
 constexpr bool floating_destination()
 {
     constexpr bool ok = is_floating_v<std::remove_const_t<typename View::element_type>>;
-    static_assert(diagnose<ok, element_message<Op, Operand>>::value);
+    static_assert(diagnose<ok, row_op_operand_must_be_floating_point<Op, Operand>>::value);
     return ok && writable<Op, Operand, View>();
 }
 
 template <name Op>
-struct labels_message {
+struct row_op_labels_must_be_integers_i32 {
     static constexpr auto text()
     {
         return fixed_string("tenet: ") + text_of<Op>() + fixed_string(": labels must be integers (i32)");
@@ -168,7 +168,7 @@ template <name Op, class N>
 constexpr bool integer_labels()
 {
     constexpr bool ok = std::is_same_v<typename N::value_type, i32>;
-    static_assert(diagnose<ok, labels_message<Op>>::value);
+    static_assert(diagnose<ok, row_op_labels_must_be_integers_i32<Op>>::value);
     return ok;
 }
 

@@ -81,6 +81,8 @@
 
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
+#include "../nn/mode_scope.hpp"
+#include "../nn/valid_samples.hpp"
 #include "../profile/nvtx.hpp"
 #include "../profile/optimization_notice.hpp"
 #include "../reduce/reduce.hpp"

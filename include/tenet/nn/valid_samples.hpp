@@ -2,8 +2,6 @@
 // model::forward(x, valid_samples(mask)) and train::trainer.
 #pragma once
 
-#include "../tensor/owning_tensor.hpp"
-
 #include <type_traits>
 
 namespace tenet::nn {
@@ -20,7 +18,7 @@ struct valid_samples_t {
 template <class V>
 auto valid_samples(const V& mask)
 {
-    if constexpr (is_tensor<V>::value) return valid_samples_t<decltype(mask.view())>{mask.view()};
+    if constexpr (requires { mask.view(); }) return valid_samples_t<decltype(mask.view())>{mask.view()};  // a tensor: its view
     else return valid_samples_t<V>{mask};
 }
 

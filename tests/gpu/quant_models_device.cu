@@ -2,9 +2,11 @@
 // calibrated MLP and a calibrated CNN converted to int8 give the host's
 // int32 accumulators bit for bit and the same logits, and a QAT step
 // (fake-quantized forward, straight-through backward) of each gives the
-// host's gradients.
+// host's gradients. Padding is inert on the device as on the host: the
+// observers and fp8's amax see the real rows alone.
 #include "device_testing.hpp"
 
+#include <tenet/quant/fp8_linear.hpp>
 #include <tenet/quant/int8_model.hpp>
 
 #include <vector>
@@ -122,4 +124,46 @@ TEST_CASE("qat step of a CNN on the device: gradients equal the host's")
     const auto yd = testing::to_host(device.forward(testing::to_device(x)));
     CHECK(largest_difference(yh, yd) < 1e-3);
     CHECK(backward_difference(host, device, dy) < 1e-2);
+}
+
+TEST_CASE("padded batches on the device: observers and fp8 amax see the real rows alone, as on the host")
+{
+    constexpr std::size_t real = 100;  // of 128; the rest is padding holding garbage
+    auto x = random_input(700);
+    Tensor<f32, Shape<128>, Host> mask;
+    for (std::size_t r = 0; r < 128; ++r) mask.data()[r] = r < real ? 1.0f : 0.0f;
+    for (std::size_t i = real * 64; i < input::numel; ++i) x.data()[i] = i % 2 ? 1e6f : std::nanf("");
+    const auto xd = testing::to_device(x);
+    const auto mask_d = testing::to_device(mask);
+
+    nn::model<spec, quant::qat<fp32, quant::percentile_observer>, input, Host> qh(3);
+    nn::model<spec, quant::qat<fp32, quant::percentile_observer>, input, Device> qd(3);
+    qh.forward(x, nn::valid_samples(mask));
+    qd.forward(xd, nn::valid_samples(mask_d));
+    std::vector<float> ph, pd;
+    quant::detail::for_each_fake_quant_layer(qh, [&](auto& l) { ph.push_back(l.input_params().scale); });
+    quant::detail::for_each_fake_quant_layer(qd, [&](auto& l) { pd.push_back(l.input_params().scale); });
+    REQUIRE(ph.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(pd[i] == doctest::Approx(ph[i]).epsilon(1e-5));
+        CHECK(ph[i] < 1.0f);  // (the padding's 1e6 would make it about 8000)
+    }
+
+    nn::model<spec, quant::fp8_training<fp32, 4>, input, Host> fh(4);
+    nn::model<spec, quant::fp8_training<fp32, 4>, input, Device> fd(4);
+    fh.forward(x, nn::valid_samples(mask));
+    fd.forward(xd, nn::valid_samples(mask_d));
+    std::vector<float> ah, ad;
+    fh.for_each_layer([&](auto& l) {
+        if constexpr (requires { l.input_scaling(); }) ah.push_back(l.input_scaling().history().data()[0]);
+    });
+    fd.for_each_layer([&](auto& l) {
+        if constexpr (requires { l.input_scaling(); }) ad.push_back(testing::to_host(l.input_scaling().history()).data()[0]);
+    });
+    REQUIRE(ah.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(std::isfinite(ah[i]));
+        CHECK(ah[i] < 100.0f);
+        CHECK(ad[i] == doctest::Approx(ah[i]).epsilon(1e-5));
+    }
 }

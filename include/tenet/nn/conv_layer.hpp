@@ -129,7 +129,7 @@ template <class Storage, class XShape, class WShape, class Place>
 struct plain_operands {
     static constexpr std::size_t bytes = 0;
     template <class X, class W>
-    void prepare(const X&, const W&)
+    void prepare(const X&, const W&, const step_info&)
     {
     }
     template <class X, class W>
@@ -202,14 +202,14 @@ public:
     }
 
     template <class X, class Y>
-    void forward(const X& x, const Y& y, const step_info&)
+    void forward(const X& x, const Y& y, const step_info& step)
     {
         check_input_element<storage, X>();
         const auto xv = contiguous_as<InShape>(x);
         const auto ym = contiguous_as<y_matrix>(y);
         input_ = xv.data();
         output_ = ym.data();
-        operands_.prepare(xv, weight_.first);
+        operands_.prepare(xv, weight_.first, step);
         const auto [xo, wo] = operands_.operands(xv, weight_.first);
         engine_.forward(ym, xo, wo, bias_or_none());
     }

@@ -251,7 +251,8 @@ private:
     void set_valid(const valid_samples_t<V>& valid)
     {
         using M = typename V::shape;
-        static_assert(std::is_same_v<M, Shape<In::extents[0]>> && std::is_same_v<typename V::place, Place>,
+        static_assert(std::is_same_v<M, Shape<In::extents[0]>> &&
+                          (std::is_same_v<typename V::place, Place> || std::is_same_v<typename V::place, AnyPlace>),
                       "tenet: forward(x, valid_samples(mask)): the mask must be [Batch] (one entry per sample) "
                       "in the model's place");
         valid_mask_ = cast<f32>(valid.mask != 0);
@@ -304,7 +305,8 @@ public:
     // `count` rows of y: x and y hold rows of the input's and the output's
     // shape (any number of rows, contiguous, in any place), and count is at
     // most the model's batch and the rows of each (else a tenet::error).
-    // The rows run as one batch, the rest of it zero, in evaluation mode
+    // The rows run as one batch, the rest of it zero and marked as padding
+    // (valid_samples: observers calibrating see the rows alone), in evaluation mode
     // (the mode the model was in is restored on every path), so a row's
     // prediction is what the full batch's forward gives for it. Like
     // tenet::copy, a host y of a device model is read after synchronising.
@@ -340,7 +342,7 @@ public:
         if constexpr (host_accessible_v<Place> && !host_accessible_v<typename XV::place>) current_stream().synchronize();
         {
             mode_scope<model> evaluating(*this, mode::evaluation);
-            forward(*staged_input_);
+            forward(*staged_input_, valid_samples(iota<Shape<batch>>(0, 1) < static_cast<i32>(count)));
         }
         copy_rows<typename YV::place, Place>(yv.data(), output_.data(), count * (output_shape::numel / batch));
     }

@@ -34,7 +34,8 @@ class fake_quant_linear_layer {
     using parameters_type = nn::linear_parameters<storage, gradient_element, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / nn::last_extent<InShape>, In>;  // (rows: a stand-in where the input does not fit)
     using y_matrix = Shape<InShape::numel / nn::last_extent<InShape>, Out>;
-    using operands_type = fake_quant_operands<storage, x_matrix, Shape<Out, In>, Place, typename P::input_observer>;
+    using operands_type = fake_quant_operands<storage, x_matrix, Shape<Out, In>, Place, typename P::input_observer,
+                                              InShape::extents[0]>;
     static constexpr bool has_act = Act != linalg::activation::none;
     static constexpr std::size_t rows = x_matrix::extents[0];
     // The pre-activation and its gradient, when there is an activation.
@@ -68,13 +69,13 @@ public:
     }
 
     template <class X, class Y>
-    void forward(const X& x_in, const Y& y_in, const nn::step_info&)
+    void forward(const X& x_in, const Y& y_in, const nn::step_info& step)
     {
         nn::check_input_element<storage, X>();
         const auto x = nn::contiguous_as<x_matrix>(x_in);
         const auto y = nn::contiguous_as<y_matrix>(y_in);
         input_ = x.data();
-        fq_.prepare(x, params_.weight.first);
+        fq_.prepare(x, params_.weight.first, step);
         const auto [xo, wo] = fq_.operands(x, params_.weight.first);
         if constexpr (has_act) {
             linalg::linear_forward(z_.view(), xo, wo, params_.bias.first);

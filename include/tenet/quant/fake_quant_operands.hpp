@@ -2,8 +2,11 @@
 // fake-quantized layer (the Linear and the Conv2d of quantization-aware
 // training) keeps beside its parameters, and the arithmetic they share:
 //
-//   observe(x, w)   the input observer sees x (per tensor, asymmetric: the
-//                   int8 model's input params); each output channel's weight
+//   observe(x, w)   the input observer sees x's real samples (per tensor,
+//                   asymmetric: the int8 model's input params; padding rows,
+//                   marked by step_info::valid_samples, are not seen -- x is
+//                   Batch samples of XShape::numel / Batch values each); each
+//                   output channel's weight
 //                   range (W seen as [Out, everything else]) gives its scale
 //                   (symmetric, narrow range, zero point 0)
 //   operands(x, w)  the GEMM's operands: fake_quantize(x), fake_quantize(W)
@@ -20,6 +23,7 @@
 #pragma once
 
 #include "../memory/error.hpp"
+#include "../nn/layer.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
 #include "observers.hpp"
@@ -30,10 +34,13 @@
 
 namespace tenet::quant {
 
-template <class Storage, class XShape, class WShape, class Place, class Observer>
+template <class Storage, class XShape, class WShape, class Place, class Observer,
+          std::size_t Batch = XShape::extents[0]>
 class fake_quant_operands {
+    static_assert(XShape::numel % Batch == 0, "tenet: fake_quant_operands: x must hold Batch samples of equal size");
     static constexpr std::size_t out = WShape::extents[0];
     using w_matrix = Shape<out, WShape::numel / out>;
+    using x_samples = Shape<Batch, XShape::numel / Batch>;
     using x_view = decltype(make_view<XShape, Place>(static_cast<const Storage*>(nullptr)));
     using w_view = decltype(make_view<WShape, Place>(static_cast<const Storage*>(nullptr)));
 
@@ -45,12 +52,12 @@ public:
     // Observes x and W (while observing), then fake-quantizes them (while
     // fake quantizing): call once per forward, before operands().
     template <class X, class W>
-    void prepare(const X& x, const W& w)
+    void prepare(const X& x, const W& w, const nn::step_info& step)
     {
-        if (observing_) observe(x, w);
-        if (!input_params_)
-            throw error("tenet: quant: a fake-quantized layer ran with its observers disabled before they observed "
-                        "anything");
+        if (observing_) observe(x, w, step.valid_samples);
+        if (fake_quant_ && !input_params_)
+            throw error("tenet: quant: a fake-quantized layer has no input range yet: its observers were disabled, "
+                        "or saw padding alone, before they observed a real sample");
         if (fake_quant_) {
             assign(xq_.view(), fake_quantize(x, input_params_->scale, input_params_->zero_point, activation_scheme));
             assign(reshape<w_matrix>(wq_.view()), fake_quantize(reshape<w_matrix>(w), weight_scale_.view(), 0, weight_scheme));
@@ -98,10 +105,12 @@ public:
 
 private:
     template <class X, class W>
-    void observe(const X& x, const W& w)
+    void observe(const X& x, const W& w, const f32* valid_samples)
     {
-        observer_.observe(x);
-        input_params_ = observer_.params().at(0);
+        const auto samples = make_view<x_samples, Place>(x.data());
+        if (valid_samples) observer_.observe(samples, make_view<Shape<Batch>, Place>(valid_samples));
+        else observer_.observe(samples);
+        if (observer_.count() > 0) input_params_ = observer_.params().at(0);  // (none after padding alone)
         assign(weight_min_.view(), tenet::min<1>(reshape<w_matrix>(w), keepdims));
         assign(weight_max_.view(), tenet::max<1>(reshape<w_matrix>(w), keepdims));
         assign(weight_scale_.view(),

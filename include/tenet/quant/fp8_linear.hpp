@@ -35,6 +35,8 @@ class fp8_linear_layer {
     using parameters_type = nn::linear_parameters<storage, gradient_type, Place, In, Out>;
     using x_matrix = Shape<InShape::numel / nn::last_extent<InShape>, In>;  // (rows: a stand-in where the input does not fit)
     using w_shape = Shape<Out, In>;
+    static constexpr std::size_t batch = InShape::extents[0];
+    using x_samples = Shape<batch, x_matrix::numel / batch>;  // x as the model's samples
     using y_matrix = Shape<InShape::numel / nn::last_extent<InShape>, Out>;
     using forward_scaling = delayed_scaling<typename P::fp8_forward, P::amax_history, Place>;
     using backward_scaling = delayed_scaling<typename P::fp8_backward, P::amax_history, Place>;
@@ -74,8 +76,13 @@ public:
     void forward(const X& x, const Y& y, const nn::step_info& step)
     {
         nn::check_input_element<storage, X>();
-        quantize_dequantize(x_, nn::contiguous_as<x_matrix>(x), x_scaling_, step.training);
-        quantize_dequantize(w_, params_.weight.first, weight_scaling_, step.training);
+        const auto xm = nn::contiguous_as<x_matrix>(x);
+        quantize_dequantize(x_, xm, x_scaling_);
+        quantize_dequantize(w_, params_.weight.first, weight_scaling_);
+        if (step.training) {
+            record_input_amax(make_view<x_samples, Place>(xm.data()), step.valid_samples);
+            record_amax(weight_scaling_, tenet::max(abs(params_.weight.first)));
+        }
         const auto ym = nn::contiguous_as<y_matrix>(y);
         if constexpr (has_activation) {
             linalg::linear_forward(z_, x_, w_, params_.bias.first);
@@ -92,7 +99,8 @@ public:
                       "tenet: fp8_linear_layer: the layer before wants its pre-activation gradient from this one "
                       "(a plain Linear unit mixed into an fp8 model)");
         const auto dz = preactivation_gradient(nn::contiguous_as<y_matrix>(dy));
-        quantize_dequantize(g_, dz, gradient_scaling_, true);
+        quantize_dequantize(g_, dz, gradient_scaling_);
+        record_amax(gradient_scaling_, tenet::max(abs(dz)));
         assign(params_.bias.second, sum<0>(dz));
         linalg::linear_backward_weights(params_.weight.second, g_, x_);
         if constexpr (!nn::is_no_input_gradient<DX>) linalg::linear_backward_input(nn::contiguous_as<x_matrix>(dx), g_, w_);
@@ -112,15 +120,27 @@ private:
     template <linalg::activation A>
     using op = linalg::activation_op<A>;
 
-    // dst = dq(fp8(src * scale)); a training step records src's amax and
-    // moves the scale on for the next step.
+    // dst = dq(fp8(src * scale))
     template <class Dst, class Src, class Scaling>
-    static void quantize_dequantize(Dst& dst, const Src& src, Scaling& scaling, bool record)
+    static void quantize_dequantize(Dst& dst, const Src& src, const Scaling& scaling)
     {
         assign(dst.view(), cast<typename Scaling::format>(src * scaling.scale()) * scaling.scale_inverse());
-        if (!record) return;
-        scaling.record(tenet::max(abs(src)));
+    }
+    // A training step records its amax and moves the scale on for the next step.
+    template <class Scaling, class A>
+    static void record_amax(Scaling& scaling, const A& amax)
+    {
+        scaling.record(amax);
         scaling.update();
+    }
+    // x's amax over the real samples (every sample without a mask): padding
+    // is selected away, whatever it holds.
+    template <class XS>
+    void record_input_amax(const XS& x, const f32* valid_samples)
+    {
+        if (!valid_samples) return record_amax(x_scaling_, tenet::max(abs(x)));
+        const auto real = broadcast_to<x_samples>(make_view<Shape<batch, 1>, Place>(valid_samples)) != 0;
+        record_amax(x_scaling_, tenet::max(where(real, abs(x), 0)));
     }
 
     template <class DY>

@@ -15,6 +15,13 @@
 // parameters follow PyTorch's rules (qparams.hpp). Device tensors are reduced
 // on the device and only their minima and maxima come back; the histogram
 // observers copy the whole tensor back, since they bin on the host.
+//
+// observe(x, real_rows) leaves padding out: real_rows is a [Rows] mask (Rows:
+// x's first extent, in x's place; nonzero: a real row, 0: padding), and
+// whatever the padding rows hold is not seen, so a padded batch observes
+// exactly what the batch of its real rows alone does. A tensor with no real
+// value is not counted; a channel that has seen none reads min +inf and max
+// -inf, and params() refuses it.
 #pragma once
 
 #include "../memory/error.hpp"
@@ -81,6 +88,35 @@ void synchronize_for()
     if constexpr (!host_accessible_v<typename X::place>) current_stream().synchronize();
 }
 
+// A [Rows] mask of real rows, as f32 0 or 1 in X's place, viewed as
+// [Rows, 1, ..., 1] of X's rank and broadcast over X.
+template <class X>
+class real_row_mask {
+    using S = typename X::shape;
+    using P = compute_place_t<typename X::place>;
+    static constexpr std::size_t rows = S::extents[0];
+    template <std::size_t... I>
+    static auto column_shape(std::index_sequence<I...>) -> Shape<rows, (I * 0 + 1)...>;
+    using column = decltype(column_shape(std::make_index_sequence<S::rank - 1>{}));
+
+public:
+    template <class R>
+    explicit real_row_mask(const R& real_rows)
+    {
+        static_assert(S::rank >= 1, "tenet: observe(x, real_rows): x has no rows (a scalar)");
+        static_assert(std::is_same_v<typename R::shape, Shape<rows>>,
+                      "tenet: observe(x, real_rows): real_rows must be [Rows], one entry per row of x (its first extent)");
+        assign(mask_.view(), cast<f32>(real_rows != 0));
+    }
+    // true where an element of X lies in a real row
+    auto elements() const { return broadcast_to<S>(make_view<column, P>(mask_.data())) != 0; }
+    // the mask on the host (synchronise for X before reading it)
+    void fetch_to(std::vector<float>& out) const { fetch(mask_.view(), out); }
+
+private:
+    Tensor<f32, Shape<rows>, P> mask_;
+};
+
 // The minima (Max false) or maxima of x over every axis but G's channel axis
 // (over all of them per tensor): one value per channel, as an expression.
 template <class G, bool Max, class X>
@@ -111,12 +147,15 @@ protected:
 
     void require_observations() const
     {
-        if (min_.empty()) throw error(std::string("tenet: ") + name_ + "::params: it observed nothing");
+        if (count_ == 0) throw error(std::string("tenet: ") + name_ + "::params: it observed nothing");
     }
     quant_params params_for(const std::vector<float>& lo, const std::vector<float>& hi, int axis) const
     {
         quant_params p{{}, {}, axis, scheme_};
         for (std::size_t c = 0; c < lo.size(); ++c) {
+            if (lo[c] > hi[c])
+                throw error(std::string("tenet: ") + name_ + "::params: channel " + std::to_string(c) +
+                            " observed no real value (every row it was shown was padding)");
             const affine a = choose_affine(lo[c], hi[c], scheme_);
             p.scale.push_back(a.scale);
             p.zero_point.push_back(a.zero_point);
@@ -136,10 +175,31 @@ protected:
     std::size_t count_ = 0;
 };
 
-// The min-max observers: parameters straight from the running range.
-template <class G>
+// The min-max observers: parameters straight from the running range, which
+// Merge(min, max, batch_min, batch_max) moves, channel by channel.
+template <class G, class Merge>
 class range_observer : public observer_state {
 public:
+    // x: a Tensor or TensorView of a floating type, in any place;
+    // real_rows: see the top of this file.
+    template <class X>
+    void observe(const X& x)
+    {
+        check_observed<X>();
+        record_extremes<X>(channel_extremes<G, false>(x), channel_extremes<G, true>(x));
+    }
+    // Padding becomes +inf for the minima and -inf for the maxima, which no
+    // real value loses to.
+    template <class X, class R>
+    void observe(const X& x, const R& real_rows)
+    {
+        check_observed<X>();
+        const real_row_mask<X> real(real_rows);
+        constexpr float inf = std::numeric_limits<float>::infinity();
+        record_extremes<X>(channel_extremes<G, false>(where(real.elements(), x, inf)),
+                           channel_extremes<G, true>(where(real.elements(), x, -inf)));
+    }
+
     quant_params params() const
     {
         require_observations();
@@ -148,28 +208,42 @@ public:
     void reset() { clear(); }
 
 protected:
-    using observer_state::observer_state;
+    range_observer(scheme s, const char* name, Merge merge) : observer_state(s, name), merge_(merge) {}
 
-    // The first tensor sets the range; later ones go through
-    // merge(min, max, batch_min, batch_max), channel by channel.
-    template <class X, class Merge>
-    void record(const X& x, Merge merge)
+private:
+    template <class X>
+    static void check_observed()
     {
         static_assert(floating_tensor_v<X>, "tenet: observers take tensors or views of a floating-point type");
         static_assert(std::is_same_v<G, per_tensor> || (G::axis >= 0 && G::axis < static_cast<int>(X::shape::rank)),
                       "tenet: per_channel<Axis>: Axis is not an axis of the observed tensor (0 .. rank - 1)");
+    }
+
+    // Each channel's first real values set its range; later ones go through
+    // merge_. A channel whose batch minimum is not at most its maximum saw no
+    // real value (or a NaN) and keeps its range.
+    template <class X, class Lo, class Hi>
+    void record_extremes(const Lo& batch_lo, const Hi& batch_hi)
+    {
         std::vector<float> lo, hi;
-        fetch(channel_extremes<G, false>(x), lo);
-        fetch(channel_extremes<G, true>(x), hi);
+        fetch(batch_lo, lo);
+        fetch(batch_hi, hi);
         synchronize_for<X>();
         if (min_.empty()) {
-            min_ = std::move(lo);
-            max_ = std::move(hi);
-        } else {
-            for (std::size_t c = 0; c < lo.size(); ++c) merge(min_[c], max_[c], lo[c], hi[c]);
+            min_.assign(lo.size(), std::numeric_limits<float>::infinity());
+            max_.assign(lo.size(), -std::numeric_limits<float>::infinity());
         }
-        ++count_;
+        bool seen = false;
+        for (std::size_t c = 0; c < lo.size(); ++c) {
+            if (!(lo[c] <= hi[c])) continue;
+            seen = true;
+            if (min_[c] > max_[c]) min_[c] = lo[c], max_[c] = hi[c];  // its first real values
+            else merge_(min_[c], max_[c], lo[c], hi[c]);
+        }
+        if (seen) ++count_;
     }
+
+    Merge merge_;
 };
 
 // Counts of values in equal bins over the running [lo, hi] of everything
@@ -286,12 +360,28 @@ public:
         std::vector<float> values;
         fetch(x, values);
         synchronize_for<X>();
-        histogram_.add(values.data(), values.size());
-        if (!histogram_.empty()) {
-            min_.assign(1, static_cast<float>(histogram_.lo()));
-            max_.assign(1, static_cast<float>(histogram_.hi()));
+        add(values);
+    }
+    // The real rows alone, gathered on the host and binned as one tensor.
+    template <class X, class R>
+    void observe(const X& x, const R& real_rows)
+    {
+        static_assert(floating_tensor_v<X>, "tenet: observers take tensors or views of a floating-point type");
+        const real_row_mask<X> real(real_rows);
+        std::vector<float> values, rows;
+        fetch(x, values);
+        real.fetch_to(rows);
+        synchronize_for<X>();
+        const std::size_t per_row = values.size() / rows.size();
+        std::size_t kept = 0;
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            if (rows[r] == 0) continue;
+            std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(r * per_row), per_row,
+                        values.begin() + static_cast<std::ptrdiff_t>(kept * per_row));
+            ++kept;
         }
-        ++count_;
+        values.resize(kept * per_row);
+        add(values);
     }
     void reset()
     {
@@ -309,51 +399,64 @@ protected:
     }
 
 private:
+    // A tensor with no finite value is not counted.
+    void add(const std::vector<float>& values)
+    {
+        const double before = histogram_.total();
+        histogram_.add(values.data(), values.size());
+        if (histogram_.total() == before) return;
+        min_.assign(1, static_cast<float>(histogram_.lo()));
+        max_.assign(1, static_cast<float>(histogram_.hi()));
+        ++count_;
+    }
+
     histogram histogram_;
+};
+
+struct widen_range {
+    void operator()(float& lo, float& hi, float batch_lo, float batch_hi) const
+    {
+        lo = std::min(lo, batch_lo);
+        hi = std::max(hi, batch_hi);
+    }
+};
+struct average_range {
+    float c;
+    void operator()(float& lo, float& hi, float batch_lo, float batch_hi) const
+    {
+        lo += c * (batch_lo - lo);
+        hi += c * (batch_hi - hi);
+    }
 };
 
 }  // namespace detail
 
 template <class Granularity = per_tensor>
-class min_max_observer : public detail::range_observer<Granularity> {
+class min_max_observer : public detail::range_observer<Granularity, detail::widen_range> {
 public:
-    explicit min_max_observer(scheme s = activation_scheme) : detail::range_observer<Granularity>(s, "min_max_observer")
+    explicit min_max_observer(scheme s = activation_scheme)
+        : detail::range_observer<Granularity, detail::widen_range>(s, "min_max_observer", {})
     {
-    }
-
-    // x: a Tensor or TensorView of a floating type, in any place.
-    template <class X>
-    void observe(const X& x)
-    {
-        this->record(x, [](float& lo, float& hi, float batch_lo, float batch_hi) {
-            lo = std::min(lo, batch_lo);
-            hi = std::max(hi, batch_hi);
-        });
     }
 };
 
 template <class Granularity = per_tensor>
-class moving_average_observer : public detail::range_observer<Granularity> {
+class moving_average_observer : public detail::range_observer<Granularity, detail::average_range> {
 public:
     explicit moving_average_observer(scheme s = activation_scheme, float averaging_constant = 0.01f)
-        : detail::range_observer<Granularity>(s, "moving_average_observer"), c_(averaging_constant)
+        : detail::range_observer<Granularity, detail::average_range>(s, "moving_average_observer",
+                                                                     {checked(averaging_constant)})
     {
-        if (!(c_ > 0.0f && c_ <= 1.0f))
-            throw error("tenet: moving_average_observer: the averaging constant must be in (0, 1], not " +
-                        std::to_string(c_));
-    }
-
-    template <class X>
-    void observe(const X& x)
-    {
-        this->record(x, [c = c_](float& lo, float& hi, float batch_lo, float batch_hi) {
-            lo += c * (batch_lo - lo);
-            hi += c * (batch_hi - hi);
-        });
     }
 
 private:
-    float c_;
+    static float checked(float c)
+    {
+        if (!(c > 0.0f && c <= 1.0f))
+            throw error("tenet: moving_average_observer: the averaging constant must be in (0, 1], not " +
+                        std::to_string(c));
+        return c;
+    }
 };
 
 class percentile_observer : public detail::histogram_observer {

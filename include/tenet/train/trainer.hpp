@@ -95,6 +95,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -162,7 +163,7 @@ public:
         assign(loss_sum_.view(), 0);
         clear_metrics();
         if (options_.communicator) {  // every rank starts from rank 0's weights
-            parallel_.emplace(*options_.communicator, options_.bucket_bytes);
+            parallel_ = std::make_unique<detail::data_parallel<Model>>(*options_.communicator, options_.bucket_bytes);
             parallel_->start_from_rank0(model_, stream_);
             optimizer_.load_master_from_parameters();
             options_.communicator->wait(stream_);
@@ -657,7 +658,9 @@ private:
     std::size_t losses_ = 0;
     bool graphs_on_ = false;
     std::vector<graph_entry> graphs_;
-    mutable std::optional<detail::data_parallel<Model>> parallel_;  // with a communicator (total() reads metrics)
+    // With a communicator (a pointer, not an optional: GCC warns of the
+    // empty optional's buffers as maybe uninitialized).
+    std::unique_ptr<detail::data_parallel<Model>> parallel_;
 };
 
 }  // namespace tenet::train

@@ -4,6 +4,10 @@
 // cross-entropy, f32 (and bf16_mixed for reference). One warm-up epoch, then
 // the median of 3, printed as the peers print theirs: one JSON line per mode.
 //   bench_host_train_epoch [--model mlp|cnn|vit] [--samples N] [--policy all|f32|bf16_mixed]
+//                          [--host-threads N] [--epochs N]
+// --host-threads: trainer_options::host_threads (0, the default: the steps
+// tune their thread count; N: always N, as before the tuner). --epochs: the
+// timed epochs after the warm-up (3; the median is printed).
 // mlp: 784-256-128-10 (ReLU), all 60000 samples. cnn: the Fashion-MNIST
 // example's CNN (conv 3x3 32 + ReLU + BatchNorm + max pool, conv 3x3 64 +
 // ReLU + BatchNorm + max pool, dropout 0.25, dense 128 + ReLU, dense 10) on
@@ -35,29 +39,38 @@ using vit_encoder = nn::TransformerEncoderLayer<64, 4, 128, false, std::ratio<1,
 using vit = nn::Sequential<nn::PatchEmbed<7, 1, 64>, nn::PositionalEmbedding<16, 64>, vit_encoder, vit_encoder,
                            vit_encoder, vit_encoder, nn::MeanPool<1>, nn::LayerNorm<64>, nn::Linear<64, 10>>;
 
+struct settings {
+    int host_threads = 0;
+    std::uint64_t epochs = 3;
+};
+
 template <class Net, class In, class P>
-void run(const char* model, const char* mode, const data::mnist_split& train_set)
+void run(const char* model, const char* mode, const data::mnist_split& train_set, settings how)
 {
     nn::model<Net, P, In, Host> net(1);
-    train::trainer trainer(net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-2f}, train::constant_lr{1e-3f});
+    train::trainer trainer(net, train::adamw{0.9f, 0.999f, 1e-8f, 1e-2f}, train::constant_lr{1e-3f},
+                           train::trainer_options{.host_threads = how.host_threads});
     data::batch_loader<typename P::storage, batch, 784, Host> loader(train_set);
     typename decltype(loader)::batch b;
     std::vector<double> seconds;
-    for (std::uint64_t epoch = 0; epoch < 4; ++epoch) {
+    for (std::uint64_t epoch = 0; epoch <= how.epochs; ++epoch) {
         profile::host_timer timer;
         loader.start_epoch(7, epoch);
         while (loader.next(b)) trainer.step(reshape<In>(b.x()), b.labels(), b.valid());
         const double loss = trainer.end_epoch().mean_loss;  // (waits: nothing is in flight on the host anyway)
         if (epoch > 0) seconds.push_back(timer.seconds());
-        std::fprintf(stderr, "%s %s epoch %llu: %.3f s, loss %.4f\n", model, mode,
-                     static_cast<unsigned long long>(epoch), timer.seconds(), loss);
+        std::fprintf(stderr, "%s %s epoch %llu: %.3f s, loss %.4f, threads %d (%zu probes)\n", model, mode,
+                     static_cast<unsigned long long>(epoch), timer.seconds(), loss,
+                     trainer.host_thread_tuner().chosen(), trainer.host_thread_tuner().probes());
     }
     std::sort(seconds.begin(), seconds.end());
-    const double median = seconds[1];
+    const double median = seconds[seconds.size() / 2];
     std::printf("{\"framework\": \"tenet\", \"model\": \"%s\", \"mode\": \"%s\", \"epoch_s\": %.4f, "
-                "\"samples_per_s\": %.1f, \"threads\": %u, \"samples\": %zu, \"data\": \"fashion-mnist\"}\n",
+                "\"samples_per_s\": %.1f, \"threads\": %u, \"host_threads\": \"%s\", \"chosen_threads\": %d, "
+                "\"samples\": %zu, \"data\": \"fashion-mnist\"}\n",
                 model, mode, median, static_cast<double>(train_set.count) / median, std::thread::hardware_concurrency(),
-                train_set.count);
+                how.host_threads ? std::to_string(how.host_threads).c_str() : "tuned",
+                trainer.host_thread_tuner().chosen(), train_set.count);
 }
 
 }  // namespace
@@ -67,23 +80,26 @@ int main(int argc, char** argv)
     std::string model = "mlp";
     std::string policy = "all";
     std::size_t samples = 0;
+    settings how;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--model") == 0) model = argv[i + 1];
         else if (std::strcmp(argv[i], "--samples") == 0) samples = std::stoul(argv[i + 1]);
         else if (std::strcmp(argv[i], "--policy") == 0) policy = argv[i + 1];
+        else if (std::strcmp(argv[i], "--host-threads") == 0) how.host_threads = std::stoi(argv[i + 1]);
+        else if (std::strcmp(argv[i], "--epochs") == 0) how.epochs = std::max(1ul, std::stoul(argv[i + 1]));
     }
     data::mnist_dataset set = data::load_mnist(data::fashion_mnist_dir);
     if (model == "vit") {
         set.train = data::subset(set.train, samples ? samples : 10240);
-        if (policy != "bf16_mixed") run<vit, Shape<batch, 28, 28, 1>, fp32>("vit", "host-f32", set.train);
-        if (policy != "f32") run<vit, Shape<batch, 28, 28, 1>, bf16_mixed>("vit", "host-bf16_mixed", set.train);
+        if (policy != "bf16_mixed") run<vit, Shape<batch, 28, 28, 1>, fp32>("vit", "host-f32", set.train, how);
+        if (policy != "f32") run<vit, Shape<batch, 28, 28, 1>, bf16_mixed>("vit", "host-bf16_mixed", set.train, how);
     } else if (model == "cnn") {
         set.train = data::subset(set.train, samples ? samples : 10240);
-        if (policy != "bf16_mixed") run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train);
-        if (policy != "f32") run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train);
+        if (policy != "bf16_mixed") run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train, how);
+        if (policy != "f32") run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train, how);
     } else {
         if (samples) set.train = data::subset(set.train, samples);
-        if (policy != "bf16_mixed") run<mlp, Shape<batch, 784>, fp32>("mlp", "host-f32", set.train);
-        if (policy != "f32") run<mlp, Shape<batch, 784>, bf16_mixed>("mlp", "host-bf16_mixed", set.train);
+        if (policy != "bf16_mixed") run<mlp, Shape<batch, 784>, fp32>("mlp", "host-f32", set.train, how);
+        if (policy != "f32") run<mlp, Shape<batch, 784>, bf16_mixed>("mlp", "host-bf16_mixed", set.train, how);
     }
 }

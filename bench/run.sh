@@ -10,7 +10,12 @@
 # PyTorch AMP), device attention (vs PyTorch's scaled_dot_product_attention) and
 # host data parallel under mpirun (allreduce vs MPI_Allreduce, 2 ranks vs 1 process);
 # device parts print "skipped: no CUDA device" without a GPU.
+# bench/run.sh --contention [...]: the host training benchmarks idle and
+# beside a busy process instead (bench/contention.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+if [[ "${1:-}" == --contention ]]; then
+    exec bash "$TENET_ROOT/bench/contention.sh" "$@"
+fi
 tenet_require_cuda
 tenet_install_packages python3 python3-venv
 

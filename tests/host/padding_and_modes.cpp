@@ -1,11 +1,13 @@
 // What a training loop must never notice: padding rows (a padded last batch
 // trains exactly as the batch of its real rows alone; BatchNorm's batch and
 // running statistics and every gradient included), the model's mode (every
-// call that switches it restores it, exceptions included) and reading a
+// call that switches it restores it, exceptions included), the host thread
+// count (restored the same way; results never depend on it) and reading a
 // metric (a getter changes nothing; the window ends only when told).
 #include "model_testing.hpp"
 #include "scratch_dir.hpp"
 
+#include <tenet/exec/host_threads.hpp>
 #include <tenet/io/io.hpp>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 
 using namespace tenet;
 namespace nn = tenet::nn;
+using testing::check_close;
 using testing::random_tensor;
 
 namespace {
@@ -39,20 +42,6 @@ template <class M>
 std::vector<float> buffers_of(const M& m)
 {
     return {m.buffers(), m.buffers() + M::buffer_numel};
-}
-
-// |a - b| <= tolerance (1 + |b|) everywhere: summation orders differ.
-void check_close(const std::vector<float>& a, const std::vector<float>& b, double tolerance, const std::string& what)
-{
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double e = std::fabs(double(a[i]) - b[i]) / (1 + std::fabs(double(b[i])));
-        if (!(e <= worst)) worst = e, at = i;
-    }
-    INFO(what << ": worst relative difference " << worst << " at " << at << " (" << a[at] << " vs " << b[at] << ")");
-    CHECK(worst <= tolerance);
 }
 
 // The batch of `real_samples` samples, and the same samples first in a batch of
@@ -227,6 +216,36 @@ TEST_CASE("modes: evaluate() and step() leave the model in the mode they found, 
     net.forward(p.x);
     CHECK(buffers_of(net) == buffers);
     CHECK(std::vector<float>(net.output().data(), net.output().data() + padded_batch * 5) == first);
+}
+
+TEST_CASE("threads: step() and evaluate() put back the thread count they found; results do not depend on the count")
+{
+    const host_threads_scope two(2);
+    cnn_model<padded_batch> tuned(13), one(13), fixed_two(13);
+    train::trainer t(tuned, train::adamw{}, train::constant_lr{1e-2f});
+    train::trainer t1(one, train::adamw{}, train::constant_lr{1e-2f}, {.host_threads = 1});
+    train::trainer t2(fixed_two, train::adamw{}, train::constant_lr{1e-2f}, {.host_threads = 2});
+    CHECK(t.host_thread_tuner().candidates() == std::vector<int>{2, 1});
+    CHECK(t1.host_thread_tuner().candidates() == std::vector<int>{1});
+    for (std::uint64_t step = 0; step < 12; ++step) {  // (past the tuner's warm-up: it probes 1 thread)
+        const padded_pair p(500 + step);
+        for (auto* trainer : {&t, &t1, &t2}) {
+            trainer->step(p.x, p.labels, p.valid);
+            CHECK(host_threads() == 2);
+        }
+    }
+    CHECK(parameters_of(tuned) == parameters_of(one));
+    CHECK(parameters_of(tuned) == parameters_of(fixed_two));
+    CHECK(buffers_of(tuned) == buffers_of(one));
+    const padded_pair p(600);
+    t1.evaluate(p.x, p.labels, p.valid);
+    CHECK(host_threads() == 2);
+    Tensor<i32, Shape<padded_batch>, Host> bad;
+    bad = p.valid;
+    bad.data()[0] = 3;  // neither 0 nor 1: throws before anything changes
+    CHECK_THROWS_AS(t1.step(p.x, p.labels, bad), error);
+    CHECK(host_threads() == 2);
+    CHECK_THROWS_AS(train::trainer(tuned, train::sgd{}, train::constant_lr{1e-2f}, {.host_threads = -1}), error);
 }
 
 TEST_CASE("modes: nn::mode_scope restores the mode on return and on an exception")

@@ -18,6 +18,7 @@ using namespace tenet;
 namespace nn = tenet::nn;
 namespace quant = tenet::quant;
 namespace train = tenet::train;
+using testing::check_close;
 using testing::random_tensor;
 
 namespace {
@@ -45,19 +46,6 @@ Tensor<f32, Shape<padded_batch>, Host> real_mask(std::size_t real)
     return m;
 }
 
-// |a - b| <= tolerance (1 + |b|) everywhere.
-void check_close(const std::vector<float>& a, const std::vector<float>& b, double tolerance, const std::string& what)
-{
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double e = std::fabs(double(a[i]) - b[i]) / (1 + std::fabs(double(b[i])));
-        if (!(e <= worst)) worst = e, at = i;
-    }
-    INFO(what << ": worst relative difference " << worst << " at " << at << " (" << a[at] << " vs " << b[at] << ")");
-    CHECK(worst <= tolerance);
-}
 
 template <class O>
 void check_same_observations(const O& padded, const O& small)

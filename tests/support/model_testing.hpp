@@ -187,4 +187,19 @@ void check_gradients_f64(std::uint64_t seed)
     check_parameter_gradients(m, x, r, 1e-6);
 }
 
+// |a - b| <= tolerance (1 + |b|) everywhere (summation orders differ); a
+// failure names `what` and the worst element.
+inline void check_close(const std::vector<float>& a, const std::vector<float>& b, double tolerance, const std::string& what)
+{
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double e = std::fabs(double(a[i]) - b[i]) / (1 + std::fabs(double(b[i])));
+        if (!(e <= worst)) worst = e, at = i;
+    }
+    INFO(what << ": worst relative difference " << worst << " at " << at << " (" << a[at] << " vs " << b[at] << ")");
+    CHECK(worst <= tolerance);
+}
+
 }  // namespace testing

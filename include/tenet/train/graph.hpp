@@ -2,7 +2,7 @@
 // Capture records what a function enqueues on a stream without running it;
 // replaying costs one launch however many kernels the graph holds. Valid
 // while every pointer the captured work used stays allocated and in place,
-// which tenet's static models guarantee.
+// which tenet's static models guarantee. graph_cache<Key> keeps one per key.
 #pragma once
 
 #include "../memory/cuda_check.hpp"
@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <utility>
+#include <vector>
 
 namespace tenet::train {
 
@@ -59,6 +60,39 @@ public:
 
 private:
     cudaGraphExec_t exec_ = nullptr;
+};
+
+// Graphs per key (a trainer's: the step's input buffers and its phase).
+// While enabled, the first sight of a key runs eagerly (the warm-up that
+// creates plans and workspaces), the second captures, later ones replay;
+// disabled, everything runs eagerly.
+template <class Key>
+class graph_cache {
+public:
+    void enable(bool on) { on_ = on; }
+    bool enabled() const { return on_; }
+
+    template <class F>
+    void run(const Key& key, stream_ref s, F&& eager)
+    {
+        if (!on_) return eager();
+        for (auto& e : entries_)
+            if (e.key == key) {
+                if (!e.graph) e.graph.capture(s, eager);
+                e.graph.launch(s);
+                return;
+            }
+        eager();
+        entries_.push_back({key, cuda_graph{}});
+    }
+
+private:
+    struct entry {
+        Key key;
+        cuda_graph graph;
+    };
+    bool on_ = false;
+    std::vector<entry> entries_;
 };
 
 }  // namespace tenet::train

@@ -79,12 +79,14 @@
 //   (up to summation order), checkpoints the same whole file.
 #pragma once
 
+#include "../exec/host_threads.hpp"
 #include "../index/index_range.hpp"
 #include "../io/checkpoint_sections.hpp"
 #include "../nn/mode_scope.hpp"
 #include "../nn/valid_samples.hpp"
 #include "../profile/nvtx.hpp"
 #include "../profile/optimization_notice.hpp"
+#include "../profile/timer.hpp"
 #include "../reduce/reduce.hpp"
 #include "../tensor/copy.hpp"
 #include "data_parallel.hpp"
@@ -92,6 +94,9 @@
 #include "loss.hpp"
 #include "optimizer.hpp"
 #include "parameter_shard.hpp"
+#include "batch_staging.hpp"
+#include "thread_tuner.hpp"
+#include "trainer_options.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -102,35 +107,6 @@
 #include <vector>
 
 namespace tenet::train {
-
-// What trainer::end_epoch() returns: the window's metrics (NaN where the
-// window saw nothing: no steps, no evaluated rows, or a loss that does not
-// classify for accuracy).
-struct epoch_summary {
-    double mean_loss;            // the mean micro-batch loss of the steps
-    std::size_t steps;           // micro-batches stepped
-    double evaluation_loss;      // the mean loss per valid row evaluated
-    double evaluated_rows;       // valid rows evaluated
-    double accuracy;             // the fraction of them predicted right
-};
-
-struct trainer_options {
-    std::size_t accumulation_steps = 1;  // micro-batches per update
-    optimizer_options optimizer{};
-    // Device models: read each batch's labels and mask back and check them
-    // before anything changes, throwing as the host does. Costs one wait for
-    // the batch per step; off, a bad batch shows as a non-finite step.
-    // (Host models always check.)
-    bool check_batches = false;
-    // Data-parallel training over these ranks (null: this process alone).
-    // Host models take a host-memory communicator (dist::mpi_communicator).
-    dist::communicator* communicator = nullptr;
-    // Gradients are summed across ranks in buckets of this many bytes.
-    std::size_t bucket_bytes = std::size_t{25} << 20;
-    // ZeRO stage 1 (with a communicator): optimizer state sharded over the
-    // ranks. For rules that update element by element (sgd, adamw).
-    bool zero = false;
-};
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr, class Loss = softmax_cross_entropy>
 class trainer {
@@ -198,28 +174,12 @@ public:
     {
         static_assert(nn::check_model_input_type<input_type, X>());  // (float tokens: one error, naming both)
         stream_scope on(stream_);
-        if constexpr (on_host) {  // before anything changes
-            loss_.check_batch(target, valid);
-            check_inputs(x, valid, lengths);
-        } else if (options_.check_batches) {
-            check_on_host(x, target, valid, lengths);
-        }
-        nn::mode_scope training(model_, nn::mode::training);
-        const std::size_t k = options_.accumulation_steps;
-        const auto phase = k == 1 ? phase_kind::only
-                         : micro_ == 0 ? phase_kind::first
-                         : micro_ + 1 == k ? phase_kind::last : phase_kind::middle;
-        micro_ = (micro_ + 1) % k;
-        ++losses_;
-        const std::uint64_t before = model_.step();
-        run(graph_key{pointer(x), pointer(target), pointer(valid), pointer(lengths), phase},
-            [&] { eager_step(x, target, valid, lengths, phase); });
-        if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
+        on_host_threads(tuner_.threads(), &tuner_, [&] { guarded_step(x, target, valid, lengths); });
     }
 
     // Graph mode on (device models); off returns to eager launches.
-    void capture(bool on = true) { graphs_on_ = on && !on_host; }
-    bool capturing() const { return graphs_on_; }
+    void capture(bool on = true) { graphs_.enable(on && !on_host); }
+    bool capturing() const { return graphs_.enabled(); }
 
     // The model in evaluation mode on one batch: adds its loss over the
     // valid rows to evaluation_loss(), and for a classifying loss counts
@@ -232,18 +192,12 @@ public:
     {
         static_assert(nn::check_model_input_type<input_type, X>());
         stream_scope on(stream_);
-        if constexpr (on_host) check_inputs(x, valid, lengths);
-        nn::mode_scope evaluating(model_, nn::mode::evaluation);
-        const auto& prediction = evaluation_forward(x, valid, lengths);
-        const auto rows = sum(cast<f32>(valid != 0));
-        loss_.forward(batch_loss_, prediction, target, valid);
-        evaluated_loss_ = evaluated_loss_ + batch_loss_ * rows;
-        evaluated_rows_ = evaluated_rows_ + rows;
-        if constexpr (classifies<Loss>) {
-            correct_ = correct_ + sum(cast<f32>(argmax<-1>(prediction) == target) * cast<f32>(valid != 0));
-            rows_ = rows_ + rows;
-        }
+        on_host_threads(tuner_.chosen(), nullptr, [&] { evaluate_batch(x, target, valid, lengths); });
     }
+
+    // Host models: the thread counts steps choose from and run with (see
+    // trainer_options::host_threads).
+    const thread_tuner& host_thread_tuner() const noexcept { return tuner_; }
 
     // The metrics' window: everything since construction, the last
     // reset_metrics() or end_epoch(). Reading a metric waits for the stream
@@ -361,22 +315,62 @@ public:
     }
 
 private:
-    enum class phase_kind { only, first, middle, last };
+    // body() on n host threads (host models; the thread's own count comes
+    // back after), its time told to `timed` (a step's tuner) when it returns.
+    template <class F>
+    void on_host_threads(int n, thread_tuner* timed, F&& body)
+    {
+        if constexpr (!on_host) {
+            body();
+        } else {
+            const host_threads_scope threads(n);
+            const profile::host_timer timer;
+            body();
+            if (timed) timed->record(timer.seconds());
+        }
+    }
 
-    // The rows of the output (valid's shape) with axes of extent 1 up to the
-    // input's rank: a row's mask broadcast over its features.
-    template <class Rows, class Ones>
-    struct append_ones;
-    template <std::size_t... R, std::size_t... K>
-    struct append_ones<Shape<R...>, std::index_sequence<K...>> {
-        using type = Shape<R..., (K * 0 + 1)...>;
-    };
+    template <class X, class Target, class Valid, class Lengths>
+    void guarded_step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
+    {
+        if constexpr (on_host) {  // before anything changes
+            loss_.check_batch(target, valid);
+            check_inputs(x, valid, lengths);
+        } else if (options_.check_batches) {
+            check_on_host(x, target, valid, lengths);
+        }
+        nn::mode_scope training(model_, nn::mode::training);
+        const std::size_t k = options_.accumulation_steps;
+        const auto phase = k == 1 ? phase_kind::only
+                         : micro_ == 0 ? phase_kind::first
+                         : micro_ + 1 == k ? phase_kind::last : phase_kind::middle;
+        micro_ = (micro_ + 1) % k;
+        ++losses_;
+        const std::uint64_t before = model_.step();
+        graphs_.run(graph_key{pointer(x), pointer(target), pointer(valid), pointer(lengths), phase}, stream_,
+                    [&] { eager_step(x, target, valid, lengths, phase); });
+        if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
+    }
+
+    template <class X, class Target, class Valid, class Lengths>
+    void evaluate_batch(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
+    {
+        if constexpr (on_host) check_inputs(x, valid, lengths);
+        nn::mode_scope evaluating(model_, nn::mode::evaluation);
+        const auto& prediction = evaluation_forward(x, valid, lengths);
+        const auto rows = sum(cast<f32>(valid != 0));
+        loss_.forward(batch_loss_, prediction, target, valid);
+        evaluated_loss_ = evaluated_loss_ + batch_loss_ * rows;
+        evaluated_rows_ = evaluated_rows_ + rows;
+        if constexpr (classifies<Loss>) {
+            correct_ = correct_ + sum(cast<f32>(argmax<-1>(prediction) == target) * cast<f32>(valid != 0));
+            rows_ = rows_ + rows;
+        }
+    }
+
+    enum class phase_kind { only, first, middle, last };
     using rows_shape = nn::rows_shape_t<output_shape>;
-    static_assert(rows_shape::rank <= input_shape::rank &&
-                      std::equal(rows_shape::extents.begin(), rows_shape::extents.end(), input_shape::extents.begin()),
-                  "tenet: trainer: the model's input shape must begin with its output's rows (a mask entry per row)");
-    using row_mask_shape =
-        typename append_ones<rows_shape, std::make_index_sequence<input_shape::rank - rows_shape::rank>>::type;
+    using staging = detail::batch_staging<input_shape, rows_shape, input_type>;
 
     struct graph_key {
         const void* x;
@@ -386,14 +380,12 @@ private:
         phase_kind phase;
         bool operator==(const graph_key&) const = default;
     };
-    struct graph_entry {
-        graph_key key;
-        cuda_graph graph;
-    };
 
     static trainer_options checked(trainer_options o)
     {
         if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
+        if (o.host_threads < 0)
+            throw error("tenet: trainer: host_threads is a thread count (or 0: tuned), not " + std::to_string(o.host_threads));
         if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
         if (o.zero && !o.communicator)
             throw error("tenet: trainer: zero shards the optimizer state over the communicator's ranks: set one");
@@ -427,25 +419,6 @@ private:
     {
         if constexpr (std::is_same_v<T, absent>) return nullptr;
         else return tenet::destination_view(t).data();
-    }
-
-    // Eager until a graph is wanted: first sight of a key runs eagerly (warm-up),
-    // the second captures, later ones replay.
-    template <class F>
-    void run(const graph_key& key, F&& eager)
-    {
-        if (!graphs_on_) {
-            eager();
-            return;
-        }
-        for (auto& entry : graphs_)
-            if (entry.key == key) {
-                if (!entry.graph) entry.graph.capture(stream_, eager);
-                entry.graph.launch(stream_);
-                return;
-            }
-        eager();
-        graphs_.push_back({key, cuda_graph{}});
     }
 
     template <class X, class Target, class Valid, class Lengths>
@@ -506,10 +479,10 @@ private:
     void check_inputs(const X& x, const Valid& valid, const Lengths& lengths)
     {
         if constexpr (std::is_integral_v<input_type> && Model::input_limit > 0 && integer_expression<X>)
-            check_index_range<Model::input_limit>(staged_tokens(x, valid), "trainer: a real row's token");
+            check_index_range<Model::input_limit>(staging::inputs(x, valid), "trainer: a real row's token");
         if constexpr (!std::is_same_v<Lengths, absent>) {
             static_assert(input_shape::rank >= 2, "tenet: trainer: lengths are for sequence inputs [Batch, Seq, ...]");
-            check_index_range<input_shape::extents[1] + 1>(staged_lengths(lengths, valid),
+            check_index_range<input_shape::extents[1] + 1>(staging::lengths(lengths, valid),
                                                            "trainer: a real sequence's length");
         }
     }
@@ -522,28 +495,20 @@ private:
         if constexpr (std::is_integral_v<input_type> || !std::is_same_v<Lengths, absent>)
             return staged_forward(x, valid, lengths);
         else
-            return model_.forward(x, nn::valid_samples(real_samples(valid)));
+            return model_.forward(x, nn::valid_samples(staging::real_samples(valid)));
     }
 
     // The model's forward on staged copies of x (and lengths).
     template <class X, class Valid, class Lengths>
     const auto& staged_forward(const X& x, const Valid& valid, const Lengths& lengths)
     {
-        stage(x, valid);
+        staged_ = staging::inputs(x, valid);
         if constexpr (std::is_same_v<Lengths, absent>) {
-            return model_.forward(staged_, nn::valid_samples(real_samples(valid)));
+            return model_.forward(staged_, nn::valid_samples(staging::real_samples(valid)));
         } else {
-            staged_lengths_ = staged_lengths(lengths, valid);
-            return model_.forward(staged_, staged_lengths_, nn::valid_samples(real_samples(valid)));
+            staged_lengths_ = staging::lengths(lengths, valid);
+            return model_.forward(staged_, staged_lengths_, nn::valid_samples(staging::real_samples(valid)));
         }
-    }
-
-    // 1 for each batch entry with a real row, 0 for padding ([Batch]).
-    template <class Valid>
-    static auto real_samples(const Valid& valid)
-    {
-        constexpr std::size_t batch = input_shape::extents[0];
-        return max<1>(reshape<Shape<batch, rows_shape::numel / batch>>(cast<f32>(valid != 0)));
     }
 
     template <class T>
@@ -556,38 +521,6 @@ private:
             copy(copied, tensor, stream_);
             return copied;
         }
-    }
-
-    // staged_ = x with padding rows 0. A mask entry other than 0 and 1 (only
-    // the device gets here with one) makes its row NaN: the step shows as
-    // non-finite rather than silently weighting the row.
-    template <class X, class Valid>
-    void stage(const X& x, const Valid& valid)
-    {
-        if constexpr (std::is_integral_v<input_type>) {
-            staged_ = staged_tokens(x, valid);
-        } else {
-            const auto row = broadcast_to<input_shape>(reshape<row_mask_shape>(valid));
-            staged_ = where(row == 0, 0, where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
-        }
-    }
-
-    // Tokens have no NaN: padding rows read token 0, and a mask entry other
-    // than 0 and 1 counts as a real row unless the batch is checked (always
-    // on the host; check_batches on the device).
-    template <class X, class Valid>
-    static auto staged_tokens(const X& x, const Valid& valid)
-    {
-        return where(broadcast_to<input_shape>(reshape<row_mask_shape>(valid)) == 0, 0, x);
-    }
-
-    // A sequence none of whose rows is real (valid all 0) has length 0.
-    template <class Lengths, class Valid>
-    static auto staged_lengths(const Lengths& lengths, const Valid& valid)
-    {
-        constexpr std::size_t batch = input_shape::extents[0];
-        const auto real = max<1>(reshape<Shape<batch, rows_shape::numel / batch>>(cast<i32>(valid != 0)));
-        return where(real > 0, lengths, 0);
     }
 
     double read(const Tensor<f32, Shape<>, place>& t) const
@@ -656,11 +589,11 @@ private:
     mutable Tensor<f32, Shape<>, place> total_;  // scratch: a metric summed over ranks
     std::size_t micro_ = 0;
     std::size_t losses_ = 0;
-    bool graphs_on_ = false;
-    std::vector<graph_entry> graphs_;
+    graph_cache<graph_key> graphs_;
     // With a communicator (a pointer, not an optional: GCC warns of the
     // empty optional's buffers as maybe uninitialized).
     std::unique_ptr<detail::data_parallel<Model>> parallel_;
+    thread_tuner tuner_{options_.host_threads > 0 ? options_.host_threads : host_threads(), options_.host_threads > 0};
 };
 
 }  // namespace tenet::train

@@ -16,6 +16,8 @@
 // Transformer (7x7 patches embedded to 64, learned positions, 4 pre-norm
 // encoder layers of 4 heads with MLP 128 and dropout 0.1, mean pooling,
 // LayerNorm, dense 10), on the first 10240 samples by default.
+#include "support/host_machine.hpp"
+
 #include <tenet/tenet.hpp>
 
 #include <algorithm>
@@ -67,10 +69,10 @@ void run(const char* model, const char* mode, const data::mnist_split& train_set
     const double median = seconds[seconds.size() / 2];
     std::printf("{\"framework\": \"tenet\", \"model\": \"%s\", \"mode\": \"%s\", \"epoch_s\": %.4f, "
                 "\"samples_per_s\": %.1f, \"threads\": %u, \"host_threads\": \"%s\", \"chosen_threads\": %d, "
-                "\"samples\": %zu, \"data\": \"fashion-mnist\"}\n",
+                "\"samples\": %zu, \"data\": \"fashion-mnist\", \"isa\": \"%s\", \"bf16\": \"%s\"}\n",
                 model, mode, median, static_cast<double>(train_set.count) / median, std::thread::hardware_concurrency(),
                 how.host_threads ? std::to_string(how.host_threads).c_str() : "tuned",
-                trainer.host_thread_tuner().chosen(), train_set.count);
+                trainer.host_thread_tuner().chosen(), train_set.count, bench::vector_isa(), bench::bf16_support());
 }
 
 }  // namespace

@@ -18,6 +18,16 @@ constexpr const char* vector_isa()
 #endif
 }
 
+// What this CPU does for bf16 arithmetic (oneDNN's bf16 convolutions and
+// GEMMs need AVX-512; AVX512_BF16 adds the dot-product instructions).
+inline const char* bf16_support()
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16")) return "AVX512_BF16";
+    if (__builtin_cpu_supports("avx512f")) return "AVX-512 without AVX512_BF16 (oneDNN emulates bf16)";
+    return "no AVX-512: bf16 convolutions take the im2col lowering";
+}
+
 inline std::string cpu_model()
 {
     std::ifstream cpuinfo("/proc/cpuinfo");

@@ -6,11 +6,12 @@
 //                                         not wanted)
 //     kept_bytes                          what it keeps from the forward
 // (b, db: no_bias without one; y and dz are [M, Cout] matrices, x and dx
-// NHWC.) On the host in f32, with oneDNN built in (TENET_WITH_ONEDNN), it is
-// oneDNN's plan (onednn_conv2d.hpp), chosen by bench_host_conv; on the
-// device in f32, with cuDNN (TENET_WITH_CUDNN), cuDNN's plan
-// (cudnn_conv2d.hpp); everywhere else (16-bit mixed policies on the device,
-// 16-bit and f64 storage on the host, builds without either library) the
+// NHWC.) On the host in f32 and bf16_mixed (bf16 storage, f32 gradients),
+// with oneDNN built in (TENET_WITH_ONEDNN), it is oneDNN's plan
+// (onednn_conv2d.hpp), chosen by bench_host_conv; on the device in f32,
+// with cuDNN (TENET_WITH_CUDNN), cuDNN's plan (cudnn_conv2d.hpp);
+// everywhere else (16-bit mixed policies on the device, f16, pure bf16 and
+// f64 storage on the host, builds without either library) the
 // im2col + GEMM lowering of conv2d.hpp, which owns its column buffer.
 #pragma once
 
@@ -21,6 +22,8 @@
 #endif
 #include "cudnn_conv2d.hpp"
 
+#include <cstdio>
+#include <memory>
 #include <type_traits>
 
 namespace tenet::conv {
@@ -69,31 +72,79 @@ private:
 
 #if defined(TENET_WITH_ONEDNN)
 
-template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias>
+namespace detail {
+
+template <class T>
+inline constexpr dnnl_data_type_t onednn_type = std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f32;
+
+// Said once per process: bf16 convolutions on a CPU oneDNN has no bf16 kernel for.
+inline void note_bf16_convolutions_lowered()
+{
+    static const bool said = [] {
+        std::fprintf(stderr, "tenet: note: oneDNN has no bf16 convolution for this CPU (it needs AVX-512); bf16 "
+                             "convolutions take the im2col + GEMM lowering, slower than f32 on oneDNN\n");
+        return true;
+    }();
+    (void)said;
+}
+
+}  // namespace detail
+
+// oneDNN's plan as an engine, in T = f32 or bf16 (a mixed policy: f32 weight
+// and bias gradients). Where oneDNN has no bf16 kernel for the CPU (AVX2),
+// a bf16 engine runs the lowering instead, decided at construction and said
+// once on stderr.
+template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
 class onednn_engine {
+    static_assert(std::is_same_v<T, f32> || std::is_same_v<T, bf16>, "tenet: internal: oneDNN plans f32 and bf16");
+    using lowering = gemm_conv2d<G, Groups, OutChannels, Act, T, Place>;
+    template <class V>
+    using element_of = std::remove_cvref_t<decltype(*std::declval<const V&>().data())>;
+
 public:
-    // (the plan's buffers are workspace, allocated at construction: workspace_bytes())
+    // (the plan's buffers, or the lowering's columns, are workspace allocated at construction: workspace_bytes())
     static constexpr std::size_t kept_bytes = 0;
+
+    onednn_engine()
+    {
+        const conv2d_problem p = problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>();
+        try {
+            plan_ = std::make_unique<onednn_conv2d>(p, detail::onednn_type<T>);
+        } catch (const onednn_error& e) {
+            if (std::is_same_v<T, f32> || e.status() != dnnl_unimplemented) throw;
+            detail::note_bf16_convolutions_lowered();
+            lowering_ = std::make_unique<lowering>();
+        }
+    }
 
     template <class Y, class X, class W, class B>
     void forward(const Y& y, const X& x, const W& w, const B& b)
     {
+        if (lowering_) return lowering_->forward(y, x, w, b);
         detail::require_separate(y, x);
-        plan_.forward(x.data(), w.data(), bias_data(b), y.data());
+        plan_->forward(x.data(), w.data(), bias_data(b), y.data());
     }
 
     template <class DZ, class X, class W, class DW, class DB, class DX>
     void backward(const DZ& dz, const X& x, const W& w, const DW& dw, const DB& db, const DX& dx)
     {
-        float* dx_data = nullptr;
+        static_assert(std::is_same_v<element_of<DZ>, T> && std::is_same_v<element_of<DW>, f32>,
+                      "tenet: internal: oneDNN's convolution takes the output gradient in the storage type and "
+                      "writes f32 weight gradients");
+        if (lowering_) return lowering_->backward(dz, x, w, dw, db, dx);
+        void* dx_data = nullptr;
         if constexpr (!std::is_same_v<DX, no_input_gradient>) {
+            static_assert(std::is_same_v<element_of<DX>, T>,
+                          "tenet: internal: oneDNN's convolution writes the input gradient in the storage type");
             detail::require_separate(dx, dz);
             dx_data = dx.data();
         }
-        plan_.backward(dz.data(), x.data(), w.data(), dw.data(), bias_data(db), dx_data);
+        plan_->backward(dz.data(), x.data(), w.data(), dw.data(), bias_data(db), dx_data);
     }
 
-    std::size_t workspace_bytes() const { return plan_.workspace_bytes(); }
+    // Whether oneDNN runs it (false: the lowering, for bf16 on a CPU without oneDNN's bf16 kernels).
+    bool on_onednn() const noexcept { return plan_ != nullptr; }
+    std::size_t workspace_bytes() const { return plan_ ? plan_->workspace_bytes() : lowering::kept_bytes; }
 
 private:
     template <class B>
@@ -103,11 +154,14 @@ private:
         else return b.data();
     }
 
-    onednn_conv2d plan_{problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>()};
+    std::unique_ptr<onednn_conv2d> plan_;
+    std::unique_ptr<lowering> lowering_;
 };
 
+// Host convolutions in f32, and bf16 storage with f32 gradients (bf16_mixed), run on oneDNN.
 template <class T, class Grad, class Place>
-inline constexpr bool runs_on_onednn = std::is_same_v<T, f32> && std::is_same_v<Grad, f32> && host_accessible_v<Place>;
+inline constexpr bool runs_on_onednn =
+    (std::is_same_v<T, f32> || std::is_same_v<T, bf16>)&&std::is_same_v<Grad, f32> && host_accessible_v<Place>;
 
 #else
 
@@ -183,7 +237,7 @@ struct engine_for {
 #if defined(TENET_WITH_ONEDNN)
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
 struct engine_for<conv_engine_kind::onednn, G, Groups, OutChannels, Act, Bias, T, Place> {
-    using type = onednn_engine<G, Groups, OutChannels, Act, Bias>;
+    using type = onednn_engine<G, Groups, OutChannels, Act, Bias, T, Place>;
 };
 #endif
 #if TENET_CUDA_COMPILER && defined(TENET_WITH_CUDNN)

@@ -1,5 +1,7 @@
 // The host convolution on oneDNN (Debian's libdnnl-dev, the engine PyTorch's
-// CPU path uses), in f32: chosen over the im2col + GEMM lowering by
+// CPU path uses), in f32 or bf16 (bf16 input, weights, bias, output and
+// activation gradients, f32 weight and bias gradients: a mixed policy's
+// types; oneDNN accumulates in f32): chosen over the im2col + GEMM lowering by
 // bench_host_conv (about 2x on the Fashion-MNIST CNN's convolutions, layout
 // reorders included; bench/RESULTS.md). Built when the consumer defines
 // TENET_WITH_ONEDNN and links DNNL::dnnl, as tenet::tenet does where CMake
@@ -59,17 +61,23 @@ class onednn_conv2d {
     using memory_desc = dnnl_memory_desc_t;
 
 public:
-    explicit onednn_conv2d(const conv2d_problem& p)
+    // storage: dnnl_f32 or dnnl_bf16. A CPU without oneDNN's bf16 kernels
+    // (AVX2) makes a bf16 plan an onednn_error with status dnnl_unimplemented.
+    explicit onednn_conv2d(const conv2d_problem& p, dnnl_data_type_t storage = dnnl_f32)
         : problem_(p),
-          running_forward_("run a convolution's forward " + describe(p)),
-          running_backward_("run a convolution's backward " + describe(p))
+          running_forward_("run a convolution's forward " + named(p, storage)),
+          running_backward_("run a convolution's backward " + named(p, storage))
     {
-        const std::string what = "plan a convolution " + describe(p) + ": ";
+        if (storage != dnnl_f32 && storage != dnnl_bf16)
+            throw onednn_error("plan a convolution " + describe(p) + " in " + dnnl_dt2str(storage) +
+                                   " (tenet plans f32 and bf16)",
+                               dnnl_invalid_arguments);
+        const std::string what = "plan a convolution " + named(p, storage) + ": ";
         engine_.reset(create<dnnl_engine_t>(what + "engine", dnnl_engine_create, dnnl_cpu, 0));
         stream_.reset(create<dnnl_stream_t>(what + "stream", dnnl_stream_create, engine_.get(), dnnl_stream_default_flags));
-        const geometry g(p);
+        const geometry g(p, storage);
         dnnl_convolution_desc_t forward{}, data{}, weights{};
-        const memory_desc bias = bias_desc(p);
+        const memory_desc bias = bias_desc(p, storage), dbias = bias_desc(p, dnnl_f32);
         check(what + "forward descriptor",
               dnnl_dilated_convolution_forward_desc_init(&forward, dnnl_forward_training, dnnl_convolution_direct,
                                                          &g.any_input, &g.any_weights, p.bias ? &bias : nullptr,
@@ -80,7 +88,7 @@ public:
                                                                g.padding_l, g.padding_r));
         check(what + "backward-weights descriptor",
               dnnl_dilated_convolution_backward_weights_desc_init(&weights, dnnl_convolution_direct, &g.any_input,
-                                                                  &g.any_weights, p.bias ? &bias : nullptr,
+                                                                  &g.any_weight_gradient, p.bias ? &dbias : nullptr,
                                                                   &g.any_output, g.strides, g.dilation, g.padding_l,
                                                                   g.padding_r));
         forward_pd_ = primitive_desc(what + "forward", &forward, p.relu, nullptr);
@@ -90,17 +98,19 @@ public:
         backward_data_ = primitive(what + "backward data", data_pd_.get());
         backward_weights_ = primitive(what + "backward weights", weights_pd_.get());
 
-        x_ = stage(what, input_desc(p), query(forward_pd_, dnnl_query_src_md));
-        w_ = stage(what, weight_desc(p), query(forward_pd_, dnnl_query_weights_md));
-        y_ = stage(what, output_desc(p), query(forward_pd_, dnnl_query_dst_md));
+        const memory_desc input = input_desc(p, storage), output = output_desc(p, storage),
+                          weight = weight_desc(p, storage);
+        x_ = stage(what, input, query(forward_pd_, dnnl_query_src_md));
+        w_ = stage(what, weight, query(forward_pd_, dnnl_query_weights_md));
+        y_ = stage(what, output, query(forward_pd_, dnnl_query_dst_md));
         bias_ = stage(what, bias, bias);
-        x_weights_ = stage(what, input_desc(p), query(weights_pd_, dnnl_query_src_md));
-        dz_weights_ = stage(what, output_desc(p), query(weights_pd_, dnnl_query_diff_dst_md));
-        dw_ = stage(what, weight_desc(p), query(weights_pd_, dnnl_query_diff_weights_md));
-        dbias_ = stage(what, bias, bias);
-        dz_data_ = stage(what, output_desc(p), query(data_pd_, dnnl_query_diff_dst_md));
-        w_data_ = stage(what, weight_desc(p), query(data_pd_, dnnl_query_weights_md));
-        dx_ = stage(what, input_desc(p), query(data_pd_, dnnl_query_diff_src_md));
+        x_weights_ = stage(what, input, query(weights_pd_, dnnl_query_src_md));
+        dz_weights_ = stage(what, output, query(weights_pd_, dnnl_query_diff_dst_md));
+        dw_ = stage(what, weight_desc(p, dnnl_f32), query(weights_pd_, dnnl_query_diff_weights_md));
+        dbias_ = stage(what, dbias, dbias);
+        dz_data_ = stage(what, output, query(data_pd_, dnnl_query_diff_dst_md));
+        w_data_ = stage(what, weight, query(data_pd_, dnnl_query_weights_md));
+        dx_ = stage(what, input, query(data_pd_, dnnl_query_diff_src_md));
         memory_desc pad = query(forward_pd_, dnnl_query_scratchpad_md);
         for (const auto* pd : {&data_pd_, &weights_pd_}) {
             const memory_desc other = query(*pd, dnnl_query_scratchpad_md);
@@ -111,8 +121,9 @@ public:
         scratchpad_bytes_ = dnnl_memory_desc_get_size(&pad);
     }
 
-    // y = act(conv(x, w) + b); b is null without a bias.
-    void forward(const float* x, const float* w, const float* b, float* y)
+    // y = act(conv(x, w) + b); b is null without a bias. x, w, b and y hold
+    // the storage type.
+    void forward(const void* x, const void* w, const void* b, void* y)
     {
         const std::string& what = running_forward_;
         dnnl_memory_t src = bind(what, x_, x), weights = bind(what, w_, w), dst = bind(what, y_, y);
@@ -130,8 +141,8 @@ public:
 
     // From the output gradient dz (already through a fused ReLU's mask): dw
     // and db (null without a bias) for the x of the last forward, and dx
-    // (null: not wanted).
-    void backward(const float* dz, const float* x, const float* w, float* dw, float* db, float* dx)
+    // (null: not wanted). dw and db are f32, the others the storage type.
+    void backward(const void* dz, const void* x, const void* w, float* dw, float* db, void* dx)
     {
         const std::string& what = running_backward_;
         const dnnl_memory_t src = kept_input(what, x), diff_dst = stage_gradient(what, dz_weights_, dz, nullptr),
@@ -177,11 +188,12 @@ private:
 
     // The problem's descriptors and window as oneDNN takes them.
     struct geometry {
-        memory_desc any_input, any_weights, any_output;
+        memory_desc any_input, any_weights, any_weight_gradient, any_output;
         dnnl_dims_t strides, dilation, padding_l, padding_r;
 
-        explicit geometry(const conv2d_problem& p)
-            : any_input(any(input_desc(p))), any_weights(any(weight_desc(p))), any_output(any(output_desc(p))),
+        geometry(const conv2d_problem& p, dnnl_data_type_t storage)
+            : any_input(any(input_desc(p, storage))), any_weights(any(weight_desc(p, storage))),
+              any_weight_gradient(any(weight_desc(p, dnnl_f32))), any_output(any(output_desc(p, storage))),
               strides{p.stride, p.stride}, dilation{p.dilation - 1, p.dilation - 1}, padding_l{p.padding, p.padding},
               // the right padding that makes oneDNN's output extent PyTorch's
               // floor formula (it may be below the left one, even negative)
@@ -190,6 +202,11 @@ private:
         {
         }
     };
+
+    static std::string named(const conv2d_problem& p, dnnl_data_type_t storage)
+    {
+        return describe(p) + " in " + dnnl_dt2str(storage);
+    }
 
     static void check(const std::string& what, dnnl_status_t status)
     {
@@ -204,39 +221,43 @@ private:
         return h;
     }
 
-    static memory_desc strided(std::initializer_list<long> dims, std::initializer_list<long> strides)
+    static memory_desc strided(dnnl_data_type_t type, std::initializer_list<long> dims,
+                               std::initializer_list<long> strides)
     {
         dnnl_dims_t d{}, s{};
         std::copy(dims.begin(), dims.end(), d);
         std::copy(strides.begin(), strides.end(), s);
         memory_desc md{};
-        check("describe a tensor", dnnl_memory_desc_init_by_strides(&md, static_cast<int>(dims.size()), d, dnnl_f32, s));
+        check("describe a tensor", dnnl_memory_desc_init_by_strides(&md, static_cast<int>(dims.size()), d, type, s));
         return md;
     }
     // NHWC, as strides over oneDNN's logical NCHW.
-    static memory_desc input_desc(const conv2d_problem& p)
+    static memory_desc input_desc(const conv2d_problem& p, dnnl_data_type_t type)
     {
         const long c = p.in_channels, w = p.width, h = p.height;
-        return strided({p.batch, c, h, w}, {h * w * c, 1, w * c, c});
+        return strided(type, {p.batch, c, h, w}, {h * w * c, 1, w * c, c});
     }
-    static memory_desc output_desc(const conv2d_problem& p)
+    static memory_desc output_desc(const conv2d_problem& p, dnnl_data_type_t type)
     {
         const long c = p.out_channels, w = p.out_width, h = p.out_height;
-        return strided({p.batch, c, h, w}, {h * w * c, 1, w * c, c});
+        return strided(type, {p.batch, c, h, w}, {h * w * c, 1, w * c, c});
     }
     // [Cout, K, K, Cin / G] over oneDNN's logical [G, Cout / G, Cin / G, K, K]
     // (the group dimension only with groups).
-    static memory_desc weight_desc(const conv2d_problem& p)
+    static memory_desc weight_desc(const conv2d_problem& p, dnnl_data_type_t type)
     {
         const long k = p.kernel, ig = p.in_channels / p.groups, og = p.out_channels / p.groups;
-        if (p.groups == 1) return strided({og, ig, k, k}, {k * k * ig, 1, k * ig, ig});
-        return strided({p.groups, og, ig, k, k}, {og * k * k * ig, k * k * ig, 1, k * ig, ig});
+        if (p.groups == 1) return strided(type, {og, ig, k, k}, {k * k * ig, 1, k * ig, ig});
+        return strided(type, {p.groups, og, ig, k, k}, {og * k * k * ig, k * k * ig, 1, k * ig, ig});
     }
-    static memory_desc bias_desc(const conv2d_problem& p) { return strided({p.out_channels}, {1}); }
+    static memory_desc bias_desc(const conv2d_problem& p, dnnl_data_type_t type)
+    {
+        return strided(type, {p.out_channels}, {1});
+    }
     static memory_desc any(const memory_desc& d)
     {
         memory_desc md{};
-        check("describe a tensor", dnnl_memory_desc_init_by_tag(&md, d.ndims, d.dims, dnnl_f32, dnnl_format_tag_any));
+        check("describe a tensor", dnnl_memory_desc_init_by_tag(&md, d.ndims, d.dims, d.data_type, dnnl_format_tag_any));
         return md;
     }
 
@@ -312,7 +333,7 @@ private:
 
     // The input in the weight-gradient primitive's layout: the forward's
     // reordered copy when the layouts agree, else x reordered again.
-    dnnl_memory_t kept_input(const std::string& what, const float* x)
+    dnnl_memory_t kept_input(const std::string& what, const void* x)
     {
         if (same_layout(query(weights_pd_, dnnl_query_src_md), query(forward_pd_, dnnl_query_src_md)))
             return x_.reordered() ? x_.inner.get() : bind(what, x_, x);
@@ -323,7 +344,7 @@ private:
 
     // dz in a primitive's layout, reusing the weight gradient's copy when
     // the data gradient wants the same layout.
-    dnnl_memory_t stage_gradient(const std::string& what, staged& s, const float* dz, const staged* done)
+    dnnl_memory_t stage_gradient(const std::string& what, staged& s, const void* dz, const staged* done)
     {
         if (done != nullptr && done->reordered() &&
             same_layout(query(data_pd_, dnnl_query_diff_dst_md), query(weights_pd_, dnnl_query_diff_dst_md)))
@@ -336,7 +357,7 @@ private:
     // The weights in the data-gradient primitive's layout: the forward's copy
     // when the layouts agree (the weights have not changed since), else w
     // reordered again.
-    dnnl_memory_t weights_for_data(const std::string& what, const float* w)
+    dnnl_memory_t weights_for_data(const std::string& what, const void* w)
     {
         if (same_layout(query(data_pd_, dnnl_query_weights_md), query(forward_pd_, dnnl_query_weights_md)))
             return w_.reordered() ? w_.inner.get() : bind(what, w_, w);

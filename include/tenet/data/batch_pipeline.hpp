@@ -33,6 +33,7 @@
 #pragma once
 
 #include "../config.hpp"
+#include "../exec/host_threads.hpp"
 #include "../memory/buffer.hpp"
 #include "../memory/cuda_check.hpp"
 #include "../memory/device.hpp"
@@ -111,12 +112,15 @@ constexpr std::size_t align_slot(std::size_t bytes) { return (bytes + 255) / 256
 
 // A fill's loop: write_row(r, sample) for every row r, split across cores
 // once the batch holds 32,768 values or more (on the host a batch is
-// written between steps, while the step's cores would wait).
+// written between steps, while the step's cores would wait), on as many
+// threads as the steps run fastest with: on a machine whose cores are
+// shared, one stalled thread would hold up every batch.
 template <class WriteRow>
 void fill_rows(std::span<const std::uint32_t> samples, std::size_t values_per_row, WriteRow write_row)
 {
     const auto rows = static_cast<std::int64_t>(samples.size());
-    TENET_OMP_PARALLEL_FOR_IF(samples.size() * values_per_row >= 32768)
+    const host_threads_scope threads(host_threads_between_steps());
+    TENET_OMP_PARALLEL_FOR_IF(samples.size() * values_per_row >= 32768 && host_threads() > 1)
     for (std::int64_t r = 0; r < rows; ++r) {
         const auto row = static_cast<std::size_t>(r);
         write_row(row, std::size_t{samples[row]});

@@ -9,12 +9,24 @@
 //   host_threads_scope s(n) n for one scope; the count it found comes back
 //                           when the scope ends, on every path
 //
+// Host work between training steps (a loader filling the next batch) runs
+// on the count the steps were found to run fastest with, since a parallel
+// loop beside a busy process stalls there as much as in a step:
+//   host_threads_between_steps()       that count (a thread_tuner's choice,
+//                                      process-wide), at most host_threads();
+//                                      host_threads() while no tuner has chosen
+//   set_host_threads_between_steps(n)  what a thread_tuner calls; 0 clears it
+//   clear_host_threads_between_steps(n) clears it if it still reads n (a
+//                                      tuner leaving; another's count stays)
+//
 // Without OpenMP (-fopenmp off) the host backend is serial: host_threads()
 // is 1 and setting it changes nothing.
 #pragma once
 
 #include "../memory/error.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <string>
 
 #if defined(_OPENMP)
@@ -38,6 +50,28 @@ inline void set_host_threads(int n)
 #if defined(_OPENMP)
     omp_set_num_threads(n);
 #endif
+}
+
+namespace detail::exec {
+inline std::atomic<int> between_steps_threads{0};
+}
+
+inline int host_threads_between_steps() noexcept
+{
+    const int tuned = detail::exec::between_steps_threads.load(std::memory_order_relaxed);
+    return tuned > 0 ? std::min(tuned, host_threads()) : host_threads();
+}
+
+inline void set_host_threads_between_steps(int n)
+{
+    if (n < 0) throw error("tenet: set_host_threads_between_steps: a thread count is at least 0, not " +
+                           std::to_string(n));
+    detail::exec::between_steps_threads.store(n, std::memory_order_relaxed);
+}
+
+inline void clear_host_threads_between_steps(int n) noexcept
+{
+    detail::exec::between_steps_threads.compare_exchange_strong(n, 0, std::memory_order_relaxed);
 }
 
 class host_threads_scope {

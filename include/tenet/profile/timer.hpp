@@ -14,6 +14,14 @@ public:
 
     void restart() { start_ = clock::now(); }
     double seconds() const { return std::chrono::duration<double>(clock::now() - start_).count(); }
+    // seconds(), and the timer starts again from now
+    double lap()
+    {
+        const auto now = clock::now();
+        const double s = std::chrono::duration<double>(now - start_).count();
+        start_ = now;
+        return s;
+    }
 
 private:
     using clock = std::chrono::steady_clock;

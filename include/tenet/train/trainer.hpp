@@ -316,7 +316,8 @@ public:
 
 private:
     // body() on n host threads (host models; the thread's own count comes
-    // back after), its time told to `timed` (a step's tuner) when it returns.
+    // back after). A step's tuner (`timed`) is told the time since the last step
+    // ended: the step and the fill before it (threads spin on between them).
     template <class F>
     void on_host_threads(int n, thread_tuner* timed, F&& body)
     {
@@ -324,9 +325,8 @@ private:
             body();
         } else {
             const host_threads_scope threads(n);
-            const profile::host_timer timer;
             body();
-            if (timed) timed->record(timer.seconds());
+            if (timed) timed->record(since_step_.lap());
         }
     }
 
@@ -593,6 +593,7 @@ private:
     // With a communicator (a pointer, not an optional: GCC warns of the
     // empty optional's buffers as maybe uninitialized).
     std::unique_ptr<detail::data_parallel<Model>> parallel_;
+    profile::host_timer since_step_;
     thread_tuner tuner_{options_.host_threads > 0 ? options_.host_threads : host_threads(), options_.host_threads > 0};
 };
 

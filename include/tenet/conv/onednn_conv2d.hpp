@@ -69,8 +69,7 @@ public:
           running_backward_("run a convolution's backward " + named(p, storage))
     {
         if (storage != dnnl_f32 && storage != dnnl_bf16)
-            throw onednn_error("plan a convolution " + describe(p) + " in " + dnnl_dt2str(storage) +
-                                   " (tenet plans f32 and bf16)",
+            throw onednn_error("plan a convolution " + named(p, storage) + " (tenet plans f32 and bf16)",
                                dnnl_invalid_arguments);
         const std::string what = "plan a convolution " + named(p, storage) + ": ";
         engine_.reset(create<dnnl_engine_t>(what + "engine", dnnl_engine_create, dnnl_cpu, 0));

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # bench/run.sh --contention [--models "mlp cnn vit"] [--sittings N]
 # Each host training benchmark -- tenet's epoch of the MLP, the CNN and the
-# ViT (f32), and PyTorch's (all three) and JAX's (the MLP) where the bench
-# venv has them -- first
-# on the idle machine, then with one busy process beside it (a shell loop
-# this script starts and stops), in N sittings (3). tenet runs twice: with
-# its default (the steps tune their thread count) and with every core fixed
-# (--host-threads $(nproc): what it did before the tuner). Prints per
+# ViT (f32), and PyTorch's and JAX's (all three) where the bench venv has
+# them -- first on the idle machine, then with one busy process beside it (a
+# shell loop this script starts and stops), in N sittings (3). tenet runs
+# twice: with its default (the steps tune their thread count) and with every
+# core fixed (--host-threads $(nproc): what it did before the tuner). Prints per
 # framework the median epoch idle and busy and their ratio, and writes the
 # JSON lines to build/bench-host/contention.jsonl.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -81,7 +80,6 @@ for sitting in $(seq "$sittings"); do
             run "tenet ($cores threads fixed)" "$condition" "$bench" --model "$model" --policy f32 --epochs 1 \
                 --host-threads "$cores"
             for framework in "${peers[@]}"; do
-                [[ "$framework" == jax && "$model" != mlp ]] && continue  # (the JAX peer is the MLP's alone)
                 run "$framework" "$condition" "$venv/bin/python" "$TENET_ROOT/bench/peers/mlp_epoch.py" \
                     --framework "$framework" --model "$model" --epochs 1 --no-compile
             done

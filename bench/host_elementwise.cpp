@@ -10,6 +10,9 @@
 // for f32, and for bf16 storage in tenet (compute in f32, round at the store).
 // GB/s counts each input read once and the output written once (4 arrays),
 // whatever a variant actually moves, so that the figures compare.
+// Then the trainer's batch staging on one MLP batch ([256, 784] f32, a
+// per-row mask broadcast over the features: the host's chunk walk) against
+// a tenet copy of the same batch (GB/s: the batch read and written).
 #include "chain30.hpp"
 #include "support/ratio_reporter.hpp"
 
@@ -18,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -189,6 +193,47 @@ void copy_1thread(benchmark::State& state)
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 4 * n * sizeof(float)));
 }
 
+// The trainer's batch staging (train/batch_staging.hpp): rows whose mask is
+// 0 become 0, 1 stay, anything else becomes NaN.
+constexpr std::size_t rows = 256, features = 784;
+struct staging_batch {
+    tenet::Tensor<float, tenet::Shape<rows, features>, tenet::Host> x, out;
+    tenet::Tensor<float, tenet::Shape<rows>, tenet::Host> valid;
+    staging_batch()
+    {
+        x = tenet::random_uniform<tenet::Shape<rows, features>>(4);
+        for (std::size_t r = 0; r < rows; ++r) valid(r) = r < 200 ? 1.0f : (r == 230 ? 2.0f : 0.0f);
+    }
+    void stage()
+    {
+        const auto row = tenet::broadcast_to<tenet::Shape<rows, features>>(tenet::reshape<tenet::Shape<rows, 1>>(valid));
+        out = tenet::where(row == 0, 0, tenet::where(row == 1, x, std::numeric_limits<float>::quiet_NaN()));
+    }
+};
+
+staging_batch& staging()
+{
+    static staging_batch b;
+    return b;
+}
+
+template <class F>
+void run_batch(benchmark::State& state, F f)
+{
+    f();
+    for (auto _ : state) {
+        f();
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * rows * features * sizeof(float)));
+}
+
+void staging_select(benchmark::State& s) { run_batch(s, [] { staging().stage(); }); }
+void staging_copy(benchmark::State& s)
+{
+    run_batch(s, [] { staging().out = staging().x; });
+}
+
 // Largest |result(i) - reference[i]|; NaN if any result is NaN.
 template <class Result>
 double max_error(const std::vector<float>& reference, Result result)
@@ -220,6 +265,18 @@ void verify()
     std::printf("  tenet fused bf16    %.3g (reference on the bf16 inputs)\n", max_error(bf16_reference, out(h)));
     std::printf("  tenet unfused bf16  %.3g (rounds to bf16 after every op)\n",
                 max_error(bf16_reference, unfused_chain<tenet::bf16>()));
+
+    staging_batch& b = staging();
+    b.out = tenet::full<tenet::Shape<rows, features>>(-7.0f);
+    b.stage();
+    std::size_t wrong = 0;
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < features; ++c) {
+            const float v = b.valid(r), got = b.out(r, c);
+            const bool right = v == 0 ? got == 0 : v == 1 ? got == b.x(r, c) : std::isnan(got);
+            wrong += right ? 0 : 1;
+        }
+    std::printf("  batch staging       %zu wrong of %zu\n", wrong, rows * features);
 }
 
 // Reference values bench/peers/elementwise.py checks its transcription with.
@@ -240,6 +297,8 @@ BENCHMARK(eigen_f32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(eigen_omp_f32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(tenet_fused_bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(tenet_unfused_bf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(staging_copy)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(staging_select)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 int main(int argc, char** argv)
 {
@@ -253,6 +312,7 @@ int main(int argc, char** argv)
                             {"tenet_fused_f32", "eigen_f32"},
                             {"tenet_fused_f32", "eigen_omp_f32"},
                             {"tenet_fused_bf16", "tenet_unfused_bf16"},
-                            {"tenet_fused_bf16", "tenet_fused_f32"}});
+                            {"tenet_fused_bf16", "tenet_fused_f32"},
+                            {"staging_select", "staging_copy"}});
     benchmark::Shutdown();
 }

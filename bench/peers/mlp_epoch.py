@@ -2,16 +2,19 @@
 in PyTorch (eager, and torch.compile when it works) or JAX (jax.jit of the
 whole train step; optax's AdamW if installed, else the same update written
 in jax.numpy): the peers of tenet's training benchmark
-(bench_host_train_epoch). With --model cnn (PyTorch only), the Fashion-MNIST
-example's CNN instead, on 28x28x1 images: conv 3x3 32 + ReLU + BatchNorm +
-max pool 2, conv 3x3 64 + ReLU + BatchNorm + max pool 2, dropout 0.25, dense
-128 + ReLU, dense 10, in PyTorch's channels_last memory format (NHWC, as
-tenet), on the first --samples samples (10240 by default). With --model vit
-(PyTorch only), the example's Vision Transformer on the same images: 7x7
-patches embedded to 64 (a Conv2d of kernel and stride 7, as tenet's
-PatchEmbed computes), learned positions, 4 pre-norm
+(bench_host_train_epoch). With --model cnn, the Fashion-MNIST example's CNN
+instead, on 28x28x1 images: conv 3x3 32 + ReLU + BatchNorm + max pool 2,
+conv 3x3 64 + ReLU + BatchNorm + max pool 2, dropout 0.25, dense 128 + ReLU,
+dense 10, in PyTorch's channels_last memory format (NHWC, as tenet) and in
+JAX on NHWC arrays, on the first --samples samples (10240 by default). With
+--model vit, the example's Vision Transformer on the same images (10240
+samples by default): 7x7 patches embedded to 64 (a Conv2d of kernel and
+stride 7, as tenet's PatchEmbed computes), learned positions, 4 pre-norm
 nn.TransformerEncoderLayer(64, 4 heads, MLP 128, GELU, dropout 0.1,
-batch_first, norm_first), mean over the 16 tokens, LayerNorm, dense 10.
+batch_first, norm_first), mean over the 16 tokens, LayerNorm, dense 10. The
+JAX models (jax_models.py, beside this file: jax.numpy and jax.lax, no flax)
+are the same layers in training mode (BatchNorm on the batch's statistics,
+dropout from a key split each step inside the jitted step).
 
 Batch 256, AdamW(lr=1e-3, weight_decay=1e-2), softmax cross-entropy with
 mean reduction, on Fashion-MNIST (normalised as tenet's loader does:
@@ -20,8 +23,9 @@ random data of its shape. Each epoch draws a new permutation; 60000 samples
 make 234 full batches and a last one of 96 rows, which PyTorch and JAX train
 on as is (a smaller batch; JAX compiles the step a second time for its shape,
 during the warm-up). One warm-up epoch is not timed; the median of the timed
-epochs (3) is printed as one JSON line per mode:
-{"framework", "mode", "epoch_s", "samples_per_s", "threads", "samples", "data"}.
+epochs (3) is printed as one JSON line per mode: {"framework", "model",
+"mode", "epoch_s", "samples_per_s", "threads", "samples", "data"}. --loss
+also prints each epoch's mean training loss to stderr.
 Threads: the cores this process may run on, for both frameworks (torch:
 set_num_threads; XLA's CPU pool is sized to the cores by default). Measure
 on an otherwise idle machine: with 2 threads on 2 cores and other load,
@@ -78,6 +82,12 @@ def time_epochs(run_epoch, epochs):
     return statistics.median(seconds)
 
 
+def report_loss(framework, mode, epoch, losses):
+    """--loss: the epoch's mean training loss (the mean of its batches'), on stderr."""
+    mean = float(np.mean([float(loss) for loss in losses]))
+    print(f"{framework} {mode} epoch {epoch}: loss {mean:.4f}", file=sys.stderr, flush=True)
+
+
 def torch_vit(torch):
     nn = torch.nn
 
@@ -114,7 +124,7 @@ def torch_model(torch, model_name):
     return nn.Sequential(*layers[:-1])
 
 
-def torch_modes(x_np, y_np, threads, compile_too, model_name):
+def torch_modes(x_np, y_np, threads, compile_too, model_name, show_loss=False):
     import torch
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -131,35 +141,37 @@ def torch_modes(x_np, y_np, threads, compile_too, model_name):
         if mode == "compile":
             forward, update = torch.compile(model), torch.compile(opt.step)
 
-        def run_epoch(epoch):
+        def run_epoch(epoch, mode=mode):
+            losses = []
             for index in batches(len(x_all), epoch):
                 idx = torch.from_numpy(index)
                 opt.zero_grad(set_to_none=True)
                 loss = torch.nn.functional.cross_entropy(forward(x_all[idx]), y_all[idx])
                 loss.backward()
                 update()
+                if show_loss:
+                    losses.append(loss.detach())
+            if show_loss:
+                report_loss("torch", mode, epoch, losses)
 
         modes.append((mode, run_epoch))
     return modes
 
 
-def jax_modes(x_np, y_np, threads, compile_too, model_name):
+def jax_modes(x_np, y_np, threads, compile_too, model_name, show_loss=False):
     import jax
     import jax.numpy as jnp
 
-    keys = jax.random.split(jax.random.PRNGKey(0), 2 * (len(SIZES) - 1))
-    params = []
-    for i, (fan_in, fan_out) in enumerate(zip(SIZES, SIZES[1:])):
-        bound = 1 / np.sqrt(fan_in)  # PyTorch's Linear default range
-        params.append((jax.random.uniform(keys[2 * i], (fan_in, fan_out), jnp.float32, -bound, bound),
-                       jax.random.uniform(keys[2 * i + 1], (fan_out,), jnp.float32, -bound, bound)))
+    import jax_models  # (this directory: the models in jax.numpy / jax.lax)
 
-    def loss_fn(p, x, y):
-        for w, b in p[:-1]:
-            x = jax.nn.relu(x @ w + b)
-        w, b = p[-1]
-        logits = x @ w + b
-        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
+    if model_name != "mlp":
+        x_np = x_np.reshape(-1, 28, 28, 1)  # NHWC
+    init_key, dropout_key = jax.random.split(jax.random.PRNGKey(0))
+    params, buffers, forward = jax_models.build(model_name, init_key)
+
+    def loss_fn(p, buffers, x, y, key):
+        logits, buffers = forward(p, buffers, x, key)
+        return jax_models.softmax_cross_entropy(logits, y), buffers
 
     try:
         import optax
@@ -187,19 +199,24 @@ def jax_modes(x_np, y_np, threads, compile_too, model_name):
             return p, (m, v, t)
 
     @jax.jit
-    def step(p, state, x, y):
-        loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+    def step(p, state, buffers, key, x, y):
+        key, step_key = jax.random.split(key)  # a new dropout key each step
+        (loss, buffers), grads = jax.value_and_grad(loss_fn, has_aux=True)(p, buffers, x, y, step_key)
         p, state = apply(p, state, grads)
-        return p, state, loss
+        return p, state, buffers, key, loss
 
-    state = [params, opt_state]
+    state = [params, opt_state, buffers, dropout_key]
 
     def run_epoch(epoch):
-        p, s = state
+        p, s, b, k = state
+        losses = []
         for index in batches(len(x_np), epoch):
-            p, s, _ = step(p, s, x_np[index], y_np[index])
+            p, s, b, k, loss = step(p, s, b, k, x_np[index], y_np[index])
+            losses.append(loss)
         jax.block_until_ready(p)
-        state[:] = [p, s]
+        state[:] = [p, s, b, k]
+        if show_loss:
+            report_loss("jax", mode, epoch, losses)
 
     return [(mode, run_epoch)]
 
@@ -210,16 +227,16 @@ def main():
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (median)")
     parser.add_argument("--model", choices=["mlp", "cnn", "vit"], default="mlp")
     parser.add_argument("--samples", type=int, default=None,
-                        help="the first N training samples (default: 60000 for the MLP, 10240 for the CNN)")
+                        help="the first N training samples (default: 60000 for the MLP, 10240 for the CNN and the ViT)")
     parser.add_argument("--no-compile", action="store_true", help="torch: eager only")
+    parser.add_argument("--loss", action="store_true",
+                        help="print each epoch's mean training loss to stderr (read inside the timed epochs)")
     args = parser.parse_args()
 
-    if args.model != "mlp" and args.framework != "torch":
-        parser.error(f"--model {args.model}: the PyTorch peer only")
     threads = len(os.sched_getaffinity(0))
     x, y, data = load_train(args.samples or (60000 if args.model == "mlp" else 10240))
     modes = torch_modes if args.framework == "torch" else jax_modes
-    for mode, run_epoch in modes(x, y, threads, not args.no_compile, args.model):
+    for mode, run_epoch in modes(x, y, threads, not args.no_compile, args.model, args.loss):
         try:
             epoch_s = time_epochs(run_epoch, args.epochs)
         except Exception as e:  # torch.compile needs a working C++ toolchain; eager must work

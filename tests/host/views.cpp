@@ -233,7 +233,7 @@ TEST_CASE("chunked walks: per-image and per-pixel broadcasts, masks, integers, s
             }
     }
 
-    // a call (exp) keeps the element walk; the values are the same either way
+    // a call (exp) in the chunk walk: applied lane by lane, as the element loop does
     testing::poison(y);
     y = exp(x - image);
     for (std::size_t i = 0; i < S::numel; ++i) {
@@ -241,6 +241,96 @@ TEST_CASE("chunked walks: per-image and per-pixel broadcasts, masks, integers, s
         const double want = std::exp(static_cast<double>(x.data()[i]) - image(n, 0, 0, c));
         REQUIRE(std::fabs(y.data()[i] - want) <= 4 * 0x1p-23 * want);
     }
+}
+
+// The chunk walk loads each leaf once per 16 elements (a vector, or one value
+// for a broadcast) and applies the tree lane by lane (expr/lanes.hpp): views
+// of expressions, selects on NaN, masks, storage types and in-place updates.
+TEST_CASE_TEMPLATE("the lane-by-lane chunk walk matches the element walk", T, f32, bf16)
+{
+    using S = Shape<6, 48>;
+    Tensor<T, S, Host> x, y, inplace;
+    Tensor<f32, Shape<6>, Host> row;
+    Tensor<f32, Shape<48>, Host> column;
+    testing::fill_random(x, 41, &moderate);
+    testing::fill_random(column, 42, &moderate);
+    for (std::size_t r = 0; r < 6; ++r) row(r) = static_cast<float>(r % 3);  // 0, 1, 2: padding, real, invalid
+    x.data()[5] = convert<T>(std::numeric_limits<float>::quiet_NaN());
+    column(7) = std::numeric_limits<float>::quiet_NaN();
+    const auto rows = broadcast_to<S>(reshape<Shape<6, 1>>(row));
+    const auto columns = broadcast_to<S>(reshape<Shape<1, 48>>(column));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const auto same = [](double got, double want) { return std::isnan(want) ? std::isnan(got) : got == want; };
+    const auto round = [](double v) { return convert<f64>(convert<T>(static_cast<float>(v))); };
+
+    // the trainer's batch staging: a uniform chunk per row, nested selects
+    testing::poison(y);
+    y = where(rows == 0, 0, where(rows == 1, x, nan));
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const float r = row(i / 48);
+        const double want = r == 0 ? 0.0 : r == 1 ? convert<f64>(x.data()[i]) : nan;
+        REQUIRE(same(convert<f64>(y.data()[i]), want));
+    }
+
+    // NaN-propagating max and min against a broadcast column, through a
+    // broadcast of an expression (uniform: evaluated once per chunk) and a
+    // reshape of one (contiguous: walked)
+    testing::poison(y);
+    y = min(max(x + columns, broadcast_to<S>(reshape<Shape<6, 1>>(row * 0.5f))),
+            reshape<S>(reshape<Shape<288>>(x) * 2.0f + 1.0f));
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const float xv = convert<float>(x.data()[i]), lo = row(i / 48) * 0.5f, hi = xv * 2.0f + 1.0f;
+        const float s = xv + column(i % 48);
+        const float m = std::isnan(s) ? s : (lo > s ? lo : s);
+        const double want = round(std::isnan(m) || std::isnan(hi) ? nan : (hi < m ? hi : m));
+        REQUIRE(same(convert<f64>(y.data()[i]), want));
+    }
+
+    // in place: every lane is read before the chunk is written
+    copy(inplace, x);
+    inplace = where(rows > 0, inplace * columns, -inplace);
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        const float xv = convert<float>(x.data()[i]);
+        REQUIRE(same(convert<f64>(inplace.data()[i]), round(row(i / 48) > 0 ? xv * column(i % 48) : -xv)));
+    }
+
+    // a column reduction (16 columns a chunk) and row reductions (16 elements
+    // a step) over broadcasts and calls; x's NaN reaches column 5 and row 0
+    Tensor<f32, Shape<48>, Host> shift, column_sums;
+    Tensor<f32, Shape<6>, Host> row_max;
+    testing::fill_random(shift, 43, &moderate);
+    testing::poison(column_sums);
+    testing::poison(row_max);
+    column_sums = sum<0>(exp(x * 0.5f - broadcast_to<S>(reshape<Shape<1, 48>>(shift))) * rows);
+    row_max = max<1>(tanh(x + broadcast_to<S>(reshape<Shape<1, 48>>(shift))));
+    for (std::size_t c = 0; c < 48; ++c) {
+        double want = 0, magnitude = 0;
+        for (std::size_t r = 0; r < 6; ++r) {
+            const double term = std::exp(convert<f64>(x(r, c)) * 0.5 - shift(c)) * row(r);
+            want += term;
+            magnitude += std::fabs(term);
+        }
+        INFO("column ", c);
+        if (std::isnan(want)) REQUIRE(std::isnan(column_sums(c)));
+        else REQUIRE(std::fabs(column_sums(c) - want) <= 1e-5 * magnitude + 1e-30);
+    }
+    for (std::size_t r = 0; r < 6; ++r) {
+        double want = -2;
+        for (std::size_t c = 0; c < 48; ++c) {
+            const double v = std::tanh(convert<f64>(x(r, c)) + shift(c));
+            want = std::isnan(want) ? want : std::isnan(v) ? v : std::max(want, v);
+        }
+        INFO("row ", r);
+        if (std::isnan(want)) REQUIRE(std::isnan(row_max(r)));
+        else REQUIRE(std::fabs(row_max(r) - want) <= 4e-7);
+    }
+
+    // a comparison's mask as the result (bool, then i32)
+    Tensor<i32, S, Host> flags;
+    testing::poison(flags);
+    flags = cast<i32>(x > columns) + cast<i32>(rows != 1);
+    for (std::size_t i = 0; i < S::numel; ++i)
+        REQUIRE(flags.data()[i] == int(convert<float>(x.data()[i]) > column(i % 48)) + int(row(i / 48) != 1));
 }
 
 TEST_CASE("the host walks per-channel broadcasts in chunks, contiguous reads and calls element by element")
@@ -255,7 +345,8 @@ TEST_CASE("the host walks per-channel broadcasts in chunks, contiguous reads and
     CHECK(walk(x * 2.0f + x) == internal::host_walk::either);
     CHECK(walk(x - m) == internal::host_walk::chunks);
     CHECK(walk(where(x > m, x, m)) == internal::host_walk::chunks);
-    CHECK(walk(exp(x - m)) == internal::host_walk::elements);  // a call vectorises only in the element loop
+    CHECK(walk(exp(x - m)) == internal::host_walk::chunks);  // calls too: applied lane by lane
+    CHECK(walk(exp(x)) == internal::host_walk::either);
     CHECK(walk(narrow - n) == internal::host_walk::elements);  // 12 columns: chunks of 16 would gather
     CHECK(walk(transpose(x)) == internal::host_walk::elements);
 }

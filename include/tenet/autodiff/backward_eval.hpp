@@ -23,6 +23,7 @@
 // the layout allows), then run the scalar forward and backward K times.
 #pragma once
 
+#include "../expr/lanes.hpp"
 #include "../expr/map.hpp"
 #include "../expr/remap.hpp"
 #include "../expr/views.hpp"
@@ -36,15 +37,8 @@
 
 namespace tenet::detail::ad {
 
-template <class E>
-struct is_map_eval : std::false_type {};
-template <class Op, class... Es>
-struct is_map_eval<internal::map_eval<Op, Es...>> : std::true_type {};
-
-template <class E>
-struct is_remap_eval : std::false_type {};
-template <class Ev, class L>
-struct is_remap_eval<internal::remap_eval<Ev, L>> : std::true_type {};
+using internal::is_map_eval;
+using internal::is_remap_eval;
 
 template <class Op>
 struct gradients_no_derivative_rule_give_the_functor_a_derivative_member {

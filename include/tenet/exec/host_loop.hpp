@@ -3,12 +3,13 @@
 // compiler vectorises (contiguous operands load as vectors, branch-free
 // operations become blends, math functions call glibc's SIMD versions).
 // Where an operand is broadcast along the rows (a per-channel vector, read
-// at i % C) and every operation is plain arithmetic, a block is walked in
-// chunks of host_chunk elements instead (tensor/expression.hpp, host_walk):
-// the broadcast operand is then one vector load, not a gather.
+// at i % C), a block is walked in chunks of host_chunk elements instead
+// (tensor/expression.hpp, host_walk), the tree applied lane by lane
+// (expr/lanes.hpp): the broadcast operand is then one vector load, not a gather.
 // Several destinations are written in the same traversal.
 #pragma once
 
+#include "../expr/lanes.hpp"
 #include "../expr/node.hpp"
 
 #include <cstddef>
@@ -43,7 +44,8 @@ void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I.
         if constexpr (sizeof...(I) == 1 && host_walks_chunks<decltype(Dsts::head), decltype(Srcs::head)>) {
             constexpr index k = host_chunk;
             const index chunked = begin + (end - begin) / k * k;
-            for (index i = begin; i < chunked; i += k) out.head.template store_chunk<k>(i, in.head.template chunk<k>(i));
+            for (index i = begin; i < chunked; i += k)
+                out.head.template store_chunk<k>(i, internal::evaluate_lanes<k>(in.head, i));
             for (index i = chunked; i < end; ++i) out.head.store(i, in.head.at(i));
         } else if constexpr (sizeof...(I) == 1) {
             TENET_SIMD_LOOP

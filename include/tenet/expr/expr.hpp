@@ -7,6 +7,7 @@
 #include "exact_math.hpp"
 #include "functors.hpp"
 #include "generator.hpp"
+#include "lanes.hpp"
 #include "map.hpp"
 #include "math.hpp"
 #include "node.hpp"

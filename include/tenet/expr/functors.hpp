@@ -46,12 +46,8 @@ TENET_HD auto floating(A a, F f)
 
 }  // namespace detail
 
-// plain_arithmetic: the operation is a few instructions with no library call,
-// so host loops may evaluate it K elements at a time (expr/map.hpp).
-
 struct plus {
     static constexpr auto name() { return fixed_string("operator+"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -61,7 +57,6 @@ struct plus {
 
 struct minus {
     static constexpr auto name() { return fixed_string("operator-"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -71,7 +66,6 @@ struct minus {
 
 struct multiplies {
     static constexpr auto name() { return fixed_string("operator*"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -81,7 +75,6 @@ struct multiplies {
 
 struct divides {
     static constexpr auto name() { return fixed_string("operator/"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -106,7 +99,6 @@ struct extremum {
         if constexpr (Greatest) return fixed_string("max");
         else return fixed_string("min");
     }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr auto operator()(A a, B b) const
     {
@@ -166,42 +158,36 @@ using compared_t = arithmetic_t<A, B>;
 
 struct less {
     static constexpr auto name() { return fixed_string("operator<"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) < convert<compared_t<A, B>>(b); }
 };
 
 struct less_equal {
     static constexpr auto name() { return fixed_string("operator<="); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) <= convert<compared_t<A, B>>(b); }
 };
 
 struct greater {
     static constexpr auto name() { return fixed_string("operator>"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) > convert<compared_t<A, B>>(b); }
 };
 
 struct greater_equal {
     static constexpr auto name() { return fixed_string("operator>="); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) >= convert<compared_t<A, B>>(b); }
 };
 
 struct equal_to {
     static constexpr auto name() { return fixed_string("operator=="); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) == convert<compared_t<A, B>>(b); }
 };
 
 struct not_equal_to {
     static constexpr auto name() { return fixed_string("operator!="); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const { return convert<compared_t<A, B>>(a) != convert<compared_t<A, B>>(b); }
 };
@@ -209,7 +195,6 @@ struct not_equal_to {
 
 struct logical_and {
     static constexpr auto name() { return fixed_string("logical_and"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -219,7 +204,6 @@ struct logical_and {
 
 struct logical_or {
     static constexpr auto name() { return fixed_string("logical_or"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -229,7 +213,6 @@ struct logical_or {
 
 struct logical_xor {
     static constexpr auto name() { return fixed_string("logical_xor"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A, class B>
     TENET_HD constexpr bool operator()(A a, B b) const
     {
@@ -239,7 +222,6 @@ struct logical_xor {
 
 struct logical_not {
     static constexpr auto name() { return fixed_string("logical_not"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr bool operator()(A a) const
     {
@@ -249,7 +231,6 @@ struct logical_not {
 
 struct negate {
     static constexpr auto name() { return fixed_string("operator-"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -259,7 +240,6 @@ struct negate {
 
 struct absolute {
     static constexpr auto name() { return fixed_string("abs"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -272,7 +252,6 @@ struct absolute {
 
 struct sign {
     static constexpr auto name() { return fixed_string("sign"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -284,7 +263,6 @@ struct sign {
 
 struct square {
     static constexpr auto name() { return fixed_string("square"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -294,7 +272,6 @@ struct square {
 
 struct reciprocal {
     static constexpr auto name() { return fixed_string("reciprocal"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD auto operator()(A a) const
     {
@@ -304,7 +281,6 @@ struct reciprocal {
 
 struct relu {
     static constexpr auto name() { return fixed_string("relu"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
     {
@@ -427,7 +403,6 @@ struct softplus {
 
 struct leaky_relu {
     static constexpr auto name() { return fixed_string("leaky_relu"); }
-    static constexpr bool plain_arithmetic = true;
     f32 slope;
     template <class A>
     TENET_HD auto operator()(A a) const
@@ -452,7 +427,6 @@ struct elu {
 template <class V>
 struct clamp {
     static constexpr auto name() { return fixed_string("clamp"); }
-    static constexpr bool plain_arithmetic = true;
     V lo, hi;
     template <class A>
     TENET_HD constexpr auto operator()(A a) const
@@ -463,7 +437,6 @@ struct clamp {
 
 struct select {
     static constexpr auto name() { return fixed_string("where"); }
-    static constexpr bool plain_arithmetic = true;
     template <class C, class A, class B>
     TENET_HD constexpr auto operator()(C c, A a, B b) const
     {
@@ -480,7 +453,6 @@ struct select {
 template <class T>
 struct cast_to {
     static constexpr auto name() { return fixed_string("cast"); }
-    static constexpr bool plain_arithmetic = true;
     template <class A>
     TENET_HD constexpr compute_t<T> operator()(A a) const
     {

@@ -11,11 +11,6 @@
 
 namespace tenet::detail::expr {
 
-// Op declares `static constexpr bool plain_arithmetic = true` when it
-// compiles to a few vector instructions, with no library call.
-template <class Op>
-inline constexpr bool plain_arithmetic = requires { requires Op::plain_arithmetic; };
-
 template <class Op, class... Evals>
 struct map_eval : reads_evaluators<map_eval<Op, Evals...>> {
     Op op;
@@ -39,11 +34,10 @@ struct map_eval : reads_evaluators<map_eval<Op, Evals...>> {
 
     static constexpr std::size_t smallest_element = smallest_element_of<Evals...>;
 
-    // In chunks only when Op is plain arithmetic (ops::plain_arithmetic):
-    // a call (exp, tanh) vectorises only in the element loop.
+    // As its operands: the host's chunk walk applies Op lane by lane
+    // (expr/lanes.hpp), where calls (exp, tanh) vectorise as in the element loop.
     template <std::size_t K>
-    static constexpr internal::host_walk host_walk_for =
-        plain_arithmetic<Op> ? internal::host_walk_of_all<K, Evals...>() : internal::host_walk::elements;
+    static constexpr internal::host_walk host_walk_for = internal::host_walk_of_all<K, Evals...>();
 
 private:
     template <class Index, std::size_t... I>

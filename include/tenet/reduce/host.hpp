@@ -72,7 +72,7 @@ void accumulate_chunks(Accumulator* out, const In& in, std::size_t first, std::s
     Accumulator acc[K];
     for (std::size_t k = 0; k < K; ++k) acc[k] = Op::identity();
     for (std::size_t r = begin; r < end; ++r) {
-        const auto values = in.template chunk<K>(static_cast<index>(r * Axes::rows + first));
+        const auto values = internal::evaluate_lanes<K>(in, static_cast<index>(r * Axes::rows + first));
         TENET_SIMD_LOOP
         for (std::size_t k = 0; k < K; ++k) acc[k] = op(acc[k], Op::lift(values[k], static_cast<long long>(r)));
     }

@@ -28,6 +28,7 @@
 
 #include "../config.hpp"
 #include "../exec/launch.hpp"
+#include "../expr/lanes.hpp"
 #include "../memory/buffer.hpp"
 #include "../numeric/vec.hpp"
 #include "../tensor/tensor.hpp"
@@ -358,7 +359,9 @@ private:
     // their pointers stay in registers.
     TENET_HD auto host_loader() const
     {
-        return [in = in_, base = std::size_t{base_}](std::size_t c) { return in.template chunk<host_step>(base + c); };
+        return [in = in_, base = std::size_t{base_}](std::size_t c) {
+            return internal::evaluate_lanes<host_step>(in, base + c);
+        };
     }
 
     // f(c, elements c .. c + host_step - 1) over the row, in order.

@@ -6,6 +6,7 @@
 
 #include "../exec/aliasing.hpp"
 #include "../exec/context.hpp"
+#include "../expr/lanes.hpp"
 #include "../reduce/ops.hpp"
 #include "../reduce/row_engine.hpp"
 #include "../shape/layout.hpp"
@@ -113,7 +114,7 @@ private:
     template <std::size_t K, class Index, std::size_t... I>
     TENET_HD vec<value_type, K> chunk_all(Index i, std::index_sequence<I...>) const
     {
-        const auto loaded = make_value_pack(get<I>(parts).template chunk<K>(i)...);
+        const auto loaded = make_value_pack(internal::evaluate_lanes<K>(get<I>(parts), i)...);
         vec<value_type, K> r;
 TENET_UNROLL
         for (std::size_t k = 0; k < K; ++k) r[k] = value_type{{convert<A>(get<I>(loaded)[k])...}};

@@ -106,12 +106,11 @@ namespace detail::tensor {
 
 // How a host loop reads an evaluator best:
 //   elements  one element per iteration, the loop vectorised by the compiler.
-//             Right for contiguous reads, and needed where an operation calls
-//             a library function (exp, tanh): only the loop vectoriser maps
-//             those onto glibc's vector versions.
-//   either    as fast one way as the other (contiguous reads, plain arithmetic).
-//   chunks    K elements per step through chunk<K>: a broadcast operand (a
-//             per-channel vector over NHWC rows) is then one vector load,
+//             Right for contiguous reads, and where K-chunks would gather.
+//   either    as fast one way as the other (contiguous reads, scalars).
+//   chunks    K elements per step, each leaf loaded once per chunk and the
+//             tree applied lane by lane (expr/lanes.hpp): a broadcast operand
+//             (a per-channel vector over NHWC rows) is then one vector load,
 //             where the element loop would gather it lane by lane (i % C).
 enum class host_walk { elements, either, chunks };
 

@@ -316,8 +316,8 @@ public:
 
 private:
     // body() on n host threads (host models; the thread's own count comes
-    // back after). A step's tuner (`timed`) is told the time since the last step
-    // ended: the step and the fill before it (threads spin on between them).
+    // back after). A step's tuner (`timed`) is told the time since the last
+    // step or evaluation ended: the step and the fill before it.
     template <class F>
     void on_host_threads(int n, thread_tuner* timed, F&& body)
     {
@@ -326,7 +326,7 @@ private:
         } else {
             const host_threads_scope threads(n);
             body();
-            if (timed) timed->record(since_step_.lap());
+            timed ? timed->record(since_step_.lap()) : since_step_.restart();
         }
     }
 

@@ -1,9 +1,9 @@
 // One training epoch on the host, as bench/peers/mlp_epoch.py runs it in
 // PyTorch and JAX, on Fashion-MNIST (shuffled each epoch, the last batch
 // padded and masked), batch 256, AdamW(lr 1e-3, weight decay 1e-2), softmax
-// cross-entropy, f32 (and bf16_mixed for reference). One warm-up epoch, then
+// cross-entropy, f32 (and bf16_mixed and fp16_mixed, dynamic loss scaling). One warm-up epoch, then
 // the median of 3, printed as the peers print theirs: one JSON line per mode.
-//   bench_host_train_epoch [--model mlp|cnn|vit] [--samples N] [--policy all|f32|bf16_mixed]
+//   bench_host_train_epoch [--model mlp|cnn|vit] [--samples N] [--policy all|f32|bf16_mixed|fp16_mixed]
 //                          [--host-threads N] [--epochs N]
 // --host-threads: trainer_options::host_threads (0, the default: the steps
 // tune their thread count; N: always N, as before the tuner). --epochs: the
@@ -69,10 +69,20 @@ void run(const char* model, const char* mode, const data::mnist_split& train_set
     const double median = seconds[seconds.size() / 2];
     std::printf("{\"framework\": \"tenet\", \"model\": \"%s\", \"mode\": \"%s\", \"epoch_s\": %.4f, "
                 "\"samples_per_s\": %.1f, \"threads\": %u, \"host_threads\": \"%s\", \"chosen_threads\": %d, "
-                "\"samples\": %zu, \"data\": \"fashion-mnist\", \"isa\": \"%s\", \"bf16\": \"%s\"}\n",
+                "\"samples\": %zu, \"data\": \"fashion-mnist\", \"isa\": \"%s\", \"bf16\": \"%s\", \"f16\": \"%s\"}\n",
                 model, mode, median, static_cast<double>(train_set.count) / median, std::thread::hardware_concurrency(),
                 how.host_threads ? std::to_string(how.host_threads).c_str() : "tuned",
-                trainer.host_thread_tuner().chosen(), train_set.count, bench::vector_isa(), bench::bf16_support());
+                trainer.host_thread_tuner().chosen(), train_set.count, bench::vector_isa(), bench::bf16_support(),
+                bench::f16_support());
+}
+
+// --policy all runs f32, bf16_mixed and fp16_mixed, one after another.
+template <class Net, class In>
+void run_policies(const char* model, const std::string& policy, const data::mnist_split& train_set, settings how)
+{
+    if (policy == "all" || policy == "f32") run<Net, In, fp32>(model, "host-f32", train_set, how);
+    if (policy == "all" || policy == "bf16_mixed") run<Net, In, bf16_mixed>(model, "host-bf16_mixed", train_set, how);
+    if (policy == "all" || policy == "fp16_mixed") run<Net, In, fp16_mixed>(model, "host-fp16_mixed", train_set, how);
 }
 
 }  // namespace
@@ -90,18 +100,20 @@ int main(int argc, char** argv)
         else if (std::strcmp(argv[i], "--host-threads") == 0) how.host_threads = std::stoi(argv[i + 1]);
         else if (std::strcmp(argv[i], "--epochs") == 0) how.epochs = std::max(1ul, std::stoul(argv[i + 1]));
     }
+    if (policy != "all" && policy != "f32" && policy != "bf16_mixed" && policy != "fp16_mixed") {
+        std::fprintf(stderr, "bench_host_train_epoch: --policy is all, f32, bf16_mixed or fp16_mixed, not %s\n",
+                     policy.c_str());
+        return 2;
+    }
     data::mnist_dataset set = data::load_mnist(data::fashion_mnist_dir);
     if (model == "vit") {
         set.train = data::subset(set.train, samples ? samples : 10240);
-        if (policy != "bf16_mixed") run<vit, Shape<batch, 28, 28, 1>, fp32>("vit", "host-f32", set.train, how);
-        if (policy != "f32") run<vit, Shape<batch, 28, 28, 1>, bf16_mixed>("vit", "host-bf16_mixed", set.train, how);
+        run_policies<vit, Shape<batch, 28, 28, 1>>("vit", policy, set.train, how);
     } else if (model == "cnn") {
         set.train = data::subset(set.train, samples ? samples : 10240);
-        if (policy != "bf16_mixed") run<cnn, Shape<batch, 28, 28, 1>, fp32>("cnn", "host-f32", set.train, how);
-        if (policy != "f32") run<cnn, Shape<batch, 28, 28, 1>, bf16_mixed>("cnn", "host-bf16_mixed", set.train, how);
+        run_policies<cnn, Shape<batch, 28, 28, 1>>("cnn", policy, set.train, how);
     } else {
         if (samples) set.train = data::subset(set.train, samples);
-        if (policy != "bf16_mixed") run<mlp, Shape<batch, 784>, fp32>("mlp", "host-f32", set.train, how);
-        if (policy != "f32") run<mlp, Shape<batch, 784>, bf16_mixed>("mlp", "host-bf16_mixed", set.train, how);
+        run_policies<mlp, Shape<batch, 784>>("mlp", policy, set.train, how);
     }
 }

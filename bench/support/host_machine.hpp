@@ -28,6 +28,21 @@ inline const char* bf16_support()
     return "no AVX-512: bf16 convolutions take the im2col lowering";
 }
 
+// What this CPU does for f16: tenet's host fp16_mixed converts f16 to f32
+// in its loops (F16C's instructions where the build targets them) and runs
+// its GEMMs and convolutions in f32 on the converted values.
+inline const char* f16_support()
+{
+    __builtin_cpu_init();
+#if defined(__F16C__)
+    const bool built = true;
+#else
+    const bool built = false;
+#endif
+    if (!__builtin_cpu_supports("f16c")) return "no F16C: f16 converted in software";
+    return built ? "F16C" : "F16C, not targeted by this build (-march): f16 converted in software";
+}
+
 inline std::string cpu_model()
 {
     std::ifstream cpuinfo("/proc/cpuinfo");

@@ -55,6 +55,15 @@
 #define TENET_SIMD_LOOP
 #endif
 
+// A loop over a chunk's K lanes: unrolled on the device (a thread's lanes
+// are registers), vectorised on the host (unrolled, g++ leaves conversions
+// to and from 16-bit floats as scalar code).
+#if TENET_DEVICE_PASS
+#define TENET_CHUNK_LOOP TENET_UNROLL
+#else
+#define TENET_CHUNK_LOOP TENET_SIMD_LOOP
+#endif
+
 // Split a host loop across cores when OpenMP is on (-fopenmp); serial otherwise.
 #define TENET_PRAGMA(text) _Pragma(#text)
 #if defined(_OPENMP)

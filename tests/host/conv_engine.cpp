@@ -1,5 +1,6 @@
-// Conv2d in f32 and bf16_mixed on the host engine (oneDNN's plan where the
-// build has it -- for bf16 where the CPU has its kernels -- else the im2col
+// Conv2d in f32, bf16_mixed and fp16_mixed on the host engine (oneDNN's plan
+// where the build has it -- for bf16 where the CPU has its kernels, for f16
+// on f32 copies -- else the im2col
 // + GEMM lowering) against float64 loops written from the
 // definition: the forward (with and without bias, with the fused ReLU), the
 // input, weight and bias gradients. Shapes small enough for oneDNN's plain
@@ -7,11 +8,17 @@
 // stride 2 with extents that are not multiples of it, padding, dilation,
 // groups, depthwise, 1x1, a batch of 1. Bounds: each result's error against
 // 1e-5 of the sum of its terms' magnitudes (f32 accumulation), plus, for a
-// result stored in bf16, 2^-8 of its value (one rounding). bf16's operands
-// are bf16 values, so the float64 loops read exactly what the engine does.
+// result stored in bf16, 2^-8 of its value (one rounding; f16: 2^-11). The
+// 16-bit operands are 16-bit values, so the float64 loops read exactly what
+// the engine does.
 #include "model_testing.hpp"
 
+#include <tenet/exec/host_threads.hpp>
+
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -35,10 +42,12 @@ struct reference {
 template <class T>
 void check_close(const char* what, const T* got, const reference& want)
 {
-    const double rounding = std::is_same_v<T, bf16> ? 0x1p-8 : 0.0;
+    const double rounding = std::is_same_v<T, bf16> ? 0x1p-8 : std::is_same_v<T, f16> ? 0x1p-11 : 0.0;
     std::size_t bad = 0;
     for (std::size_t i = 0; i < want.value.size(); ++i) {
-        const double tolerance = 1e-5 * want.magnitude[i] + rounding * std::fabs(want.value[i]) + 1e-30;
+        // (f16: plus half its subnormal spacing, where the rounding is absolute)
+        const double tolerance = 1e-5 * want.magnitude[i] + rounding * std::fabs(want.value[i]) +
+                                 (std::is_same_v<T, f16> ? 0x1p-25 : 1e-30);
         if (!(std::fabs(static_cast<double>(got[i]) - want.value[i]) <= tolerance)) {
             if (bad++ < 5)
                 FAIL_CHECK(what << "[" << i << "]: " << got[i] << " vs float64 " << want.value[i] << " (tolerance "
@@ -145,6 +154,13 @@ TEST_CASE("Conv2d in bf16_mixed on the host engine against float64 loops: bf16 v
     check_conv_shapes<bf16_mixed>();
 }
 
+TEST_CASE("Conv2d in fp16_mixed on the host engine against float64 loops: f16 values, f32 weight gradients")
+{
+    MESSAGE("f16 convolutions: " << (conv::runs_on_onednn<f16, f32, Host> ? "oneDNN in f32 on converted copies"
+                                                                          : "im2col + GEMM"));
+    check_conv_shapes<fp16_mixed>();
+}
+
 #if defined(TENET_WITH_ONEDNN)
 TEST_CASE("oneDNN's plan: a problem it cannot plan is a tenet::error naming the convolution")
 {
@@ -167,5 +183,107 @@ TEST_CASE("oneDNN's plan allocates its buffers at construction and reports them"
         engine;
     CHECK(engine.workspace_bytes() > 0);
     MESSAGE("workspace of a 14x14x32 -> 64 convolution, batch 8: " << engine.workspace_bytes() << " bytes");
+}
+#endif
+
+#if defined(TENET_WITH_ONEDNN) && defined(_OPENMP)
+namespace {
+
+// Every pass of one plan, the forward under one thread count and the
+// backward under another, on fixed random operands; the results' bits.
+template <class T>
+struct counts_run {
+    conv::onednn_conv2d& plan;
+    const conv::conv2d_problem& p;
+    std::vector<T> x, w, b, dz;
+
+    std::vector<float> operator()(int forward_threads, int backward_threads)
+    {
+        const std::size_t outputs = std::size_t(p.batch) * p.out_height * p.out_width * p.out_channels;
+        std::vector<T> y(outputs, T(std::nanf(""))), dx(x.size(), T(std::nanf("")));
+        std::vector<float> dw(w.size(), std::nanf("")), db(b.size(), std::nanf(""));
+        {
+            const host_threads_scope scope(forward_threads);
+            plan.forward(x.data(), w.data(), b.data(), y.data());
+        }
+        {
+            const host_threads_scope scope(backward_threads);
+            plan.backward(dz.data(), x.data(), w.data(), dw.data(), db.data(), dx.data());
+        }
+        std::vector<float> all;
+        for (const auto* v : {&y, &dx})
+            for (const T& e : *v) all.push_back(static_cast<float>(e));
+        all.insert(all.end(), dw.begin(), dw.end());
+        all.insert(all.end(), db.begin(), db.end());
+        return all;
+    }
+};
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed)
+{
+    const auto t = random_tensor<f32, Shape<4096>>(seed);
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = T(t.data()[(i * 7 + seed) % 4096] * (1.0f + float(i % 13) / 64));
+    return v;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b)
+{
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+template <class T>
+void check_thread_counts(const conv::conv2d_problem& p, dnnl_data_type_t storage)
+{
+    const host_threads_scope two(2);
+    std::unique_ptr<conv::onednn_conv2d> made;
+    try {
+        made = std::make_unique<conv::onednn_conv2d>(p, storage);
+    } catch (const conv::onednn_error& e) {
+        if (e.status() != dnnl_unimplemented) throw;
+        MESSAGE("no oneDNN kernel for this CPU: " << e.what());
+        return;
+    }
+    const std::size_t inputs = std::size_t(p.batch) * p.height * p.width * p.in_channels,
+                      weights = std::size_t(p.out_channels) * p.kernel * p.kernel * (p.in_channels / p.groups);
+    counts_run<T> run{*made, p, random_values<T>(inputs, 1), random_values<T>(weights, 2),
+                      random_values<T>(p.bias ? p.out_channels : 0, 3),
+                      random_values<T>(std::size_t(p.batch) * p.out_height * p.out_width * p.out_channels, 4)};
+    const std::vector<float> reference = run(2, 2);
+    CHECK(std::none_of(reference.begin(), reference.end(), [](float v) { return std::isnan(v); }));
+    CHECK(same_bits(run(1, 1), reference));  // 1 thread met in a forward: planned, then compared
+    CHECK(same_bits(run(2, 1), reference));  // the count changes between the passes
+    CHECK(same_bits(run(1, 2), reference));
+    CHECK(same_bits(run(3, 3), reference));
+    CHECK(same_bits(run(4, 1), reference));  // a count met first in a backward, then in a forward
+    CHECK(host_threads() == 2);
+    MESSAGE(conv::describe(p) << ": " << made->thread_counts_planned() << " thread counts with primitives of their own");
+    // Not hollow: some pass took another count's own primitive.
+    CHECK(made->thread_counts_planned() > 1);
+}
+
+}  // namespace
+
+TEST_CASE("oneDNN's plan: results do not depend on the thread count a pass runs under")
+{
+    // the Fashion-MNIST CNN's two convolutions at batch 32 (oneDNN's weight
+    // gradient adds per-thread partial sums there), and a strided one
+    SUBCASE("28x28x1 -> 32, ReLU, f32")
+    {
+        check_thread_counts<f32>({32, 28, 28, 1, 28, 28, 32, 3, 1, 1, 1, 1, true, true}, dnnl_f32);
+    }
+    SUBCASE("14x14x32 -> 64, ReLU, f32")
+    {
+        check_thread_counts<f32>({32, 14, 14, 32, 14, 14, 64, 3, 1, 1, 1, 1, true, true}, dnnl_f32);
+    }
+    SUBCASE("14x14x32 -> 64, ReLU, bf16")
+    {
+        check_thread_counts<bf16>({32, 14, 14, 32, 14, 14, 64, 3, 1, 1, 1, 1, true, true}, dnnl_bf16);
+    }
+    SUBCASE("9x8x16 -> 48, stride 2, no bias, f32")
+    {
+        check_thread_counts<f32>({8, 9, 8, 16, 5, 4, 48, 3, 2, 1, 1, 1, false, false}, dnnl_f32);
+    }
 }
 #endif

@@ -12,8 +12,11 @@
 // pass, so they are compared for exact equality.
 #include "tensor_testing.hpp"
 
+#include <tenet/exec/host_threads.hpp>
+
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -157,6 +160,37 @@ TEST_CASE_TEMPLATE("matmul: rank 2 against float64, shapes not multiples of 8", 
     plain_product<T, 1, 40, 9>();
     plain_product<T, 64, 128, 32>();
     plain_product<T, 130, 3, 70>();
+}
+
+// The product under one thread count after another, against its bits
+// under the count of its first use (a weight gradient's shape: a^T b).
+template <class T, std::size_t M, std::size_t K, std::size_t N>
+void same_bits_under_thread_counts()
+{
+    const host_threads_scope two(2);
+    const auto at = random_tensor<T, Shape<K, M>>(M + K);
+    const auto b = random_tensor<T, Shape<K, N>>(N);
+    Tensor<T, Shape<M, N>, Host> first, again;
+    testing::poison(first);
+    first = matmul(transpose(at), b);
+    check_product<T>(first, reference_product(transpose(at), b));
+    for (const int threads : {1, 3, 2, 1}) {
+        const host_threads_scope scope(threads);
+        testing::poison(again);
+        again = matmul(transpose(at), b);
+        CAPTURE(threads);
+        CHECK(std::memcmp(first.data(), again.data(), sizeof(T) * M * N) == 0);
+    }
+    CHECK(host_threads() == 2);
+}
+
+TEST_CASE_TEMPLATE("matmul: the same bits under any thread count", T, f32, bf16)
+{
+    // oneDNN splits a long inner dimension's sum among threads when the
+    // output is small (here under 2 threads, not 1): the first use's split
+    // stays
+    same_bits_under_thread_counts<T, 32, 8192, 10>();
+    same_bits_under_thread_counts<T, 96, 200, 64>();
 }
 
 TEST_CASE_TEMPLATE("matmul: transposed, sliced and strided operands", T, f32, bf16)

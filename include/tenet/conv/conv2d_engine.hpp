@@ -6,12 +6,12 @@
 //                                         not wanted)
 //     kept_bytes                          what it keeps from the forward
 // (b, db: no_bias without one; y and dz are [M, Cout] matrices, x and dx
-// NHWC.) On the host in f32 and bf16_mixed (bf16 storage, f32 gradients),
-// with oneDNN built in (TENET_WITH_ONEDNN), it is oneDNN's plan
+// NHWC.) On the host in f32, bf16_mixed and fp16_mixed (16-bit storage, f32
+// gradients), with oneDNN built in (TENET_WITH_ONEDNN), it is oneDNN's plan
 // (onednn_conv2d.hpp), chosen by bench_host_conv; on the device in f32,
 // with cuDNN (TENET_WITH_CUDNN), cuDNN's plan (cudnn_conv2d.hpp);
-// everywhere else (16-bit mixed policies on the device, f16, pure bf16 and
-// f64 storage on the host, builds without either library) the
+// everywhere else (16-bit mixed policies on the device, pure f16 and bf16
+// and f64 storage on the host, builds without either library) the
 // im2col + GEMM lowering of conv2d.hpp, which owns its column buffer.
 #pragma once
 
@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <memory>
 #include <type_traits>
+#include <vector>
 
 namespace tenet::conv {
 
@@ -90,16 +91,35 @@ inline void note_bf16_convolutions_lowered()
 
 }  // namespace detail
 
-// oneDNN's plan as an engine, in T = f32 or bf16 (a mixed policy: f32 weight
-// and bias gradients). Where oneDNN has no bf16 kernel for the CPU (AVX2),
-// a bf16 engine runs the lowering instead, decided at construction and said
-// once on stderr.
+// oneDNN's plan as an engine, in T = f32, bf16 or f16 (a mixed policy: f32
+// weight and bias gradients). Where oneDNN has no bf16 kernel for the CPU
+// (AVX2), a bf16 engine runs the lowering instead, decided at construction
+// and said once on stderr. f16 runs the f32 plan on f32 copies of its
+// operands (oneDNN 2.6 has f16 convolutions only for AVX512_FP16): a
+// conversion pass over each is cheaper than the lowering (bench/RESULTS.md).
 template <class G, std::size_t Groups, std::size_t OutChannels, linalg::activation Act, bool Bias, class T, class Place>
 class onednn_engine {
-    static_assert(std::is_same_v<T, f32> || std::is_same_v<T, bf16>, "tenet: internal: oneDNN plans f32 and bf16");
+    static_assert(std::is_same_v<T, f32> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
+                  "tenet: internal: oneDNN plans f32, bf16 and f16 (through f32)");
     using lowering = gemm_conv2d<G, Groups, OutChannels, Act, T, Place>;
     template <class V>
     using element_of = std::remove_cvref_t<decltype(*std::declval<const V&>().data())>;
+    using planned = std::conditional_t<std::is_same_v<T, f16>, f32, T>;
+    static constexpr bool converts = !std::is_same_v<T, planned>;
+    static constexpr std::size_t inputs = G::batch * G::height * G::width * G::channels,
+                                 outputs = G::batch * G::out_height * G::out_width * OutChannels,
+                                 weights = OutChannels * G::kernel * G::kernel * (G::channels / Groups);
+
+    // The f32 copies an f16 engine hands the plan (the output's doubles as
+    // the output gradient's).
+    struct f32_copies {
+        std::vector<f32> x = std::vector<f32>(inputs), w = std::vector<f32>(weights), b = std::vector<f32>(OutChannels),
+                         y = std::vector<f32>(outputs), dx = std::vector<f32>(inputs);
+        std::size_t bytes() const { return sizeof(f32) * (x.size() + w.size() + b.size() + y.size() + dx.size()); }
+    };
+    struct none {
+        static constexpr std::size_t bytes() { return 0; }
+    };
 
 public:
     // (the plan's buffers, or the lowering's columns, are workspace allocated at construction: workspace_bytes())
@@ -109,9 +129,9 @@ public:
     {
         const conv2d_problem p = problem_of<G, Groups, OutChannels, Bias, Act == linalg::activation::relu>();
         try {
-            plan_ = std::make_unique<onednn_conv2d>(p, detail::onednn_type<T>);
+            plan_ = std::make_unique<onednn_conv2d>(p, detail::onednn_type<planned>);
         } catch (const onednn_error& e) {
-            if (std::is_same_v<T, f32> || e.status() != dnnl_unimplemented) throw;
+            if (!std::is_same_v<T, bf16> || e.status() != dnnl_unimplemented) throw;
             detail::note_bf16_convolutions_lowered();
             lowering_ = std::make_unique<lowering>();
         }
@@ -122,7 +142,16 @@ public:
     {
         if (lowering_) return lowering_->forward(y, x, w, b);
         detail::require_separate(y, x);
-        plan_->forward(x.data(), w.data(), bias_data(b), y.data());
+        if constexpr (converts) {
+            const TensorView<f32, typename Y::layout, Host> y32(copies_.y.data());
+            const auto x32 = converted(copies_.x, x);
+            const auto w32 = converted(copies_.w, w);
+            if constexpr (!std::is_same_v<B, no_bias>) converted(copies_.b, b);
+            plan_->forward(x32.data(), w32.data(), std::is_same_v<B, no_bias> ? nullptr : copies_.b.data(), y32.data());
+            assign(y, cast<T>(y32));
+        } else {
+            plan_->forward(x.data(), w.data(), bias_data(b), y.data());
+        }
     }
 
     template <class DZ, class X, class W, class DW, class DB, class DX>
@@ -137,16 +166,37 @@ public:
             static_assert(std::is_same_v<element_of<DX>, T>,
                           "tenet: internal: oneDNN's convolution writes the input gradient in the storage type");
             detail::require_separate(dx, dz);
-            dx_data = dx.data();
+            if constexpr (converts) dx_data = copies_.dx.data();
+            else dx_data = dx.data();
         }
-        plan_->backward(dz.data(), x.data(), w.data(), dw.data(), bias_data(db), dx_data);
+        if constexpr (converts) {
+            // x and w: the forward's copies (the x and w of the last forward)
+            const auto dz32 = converted(copies_.y, dz);
+            plan_->backward(dz32.data(), copies_.x.data(), copies_.w.data(), dw.data(), bias_data(db), dx_data);
+            if constexpr (!std::is_same_v<DX, no_input_gradient>)
+                assign(dx, cast<T>(TensorView<const f32, typename DX::layout, Host>(copies_.dx.data())));
+        } else {
+            plan_->backward(dz.data(), x.data(), w.data(), dw.data(), bias_data(db), dx_data);
+        }
     }
 
     // Whether oneDNN runs it (false: the lowering, for bf16 on a CPU without oneDNN's bf16 kernels).
     bool on_onednn() const noexcept { return plan_ != nullptr; }
-    std::size_t workspace_bytes() const { return plan_ ? plan_->workspace_bytes() : lowering::kept_bytes; }
+    std::size_t workspace_bytes() const
+    {
+        return plan_ ? plan_->workspace_bytes() + copies_.bytes() : lowering::kept_bytes;
+    }
 
 private:
+    // v's values as f32 in copy (v: contiguous, as the plan reads it), viewed with v's layout.
+    template <class V>
+    static auto converted(std::vector<f32>& copy, const V& v)
+    {
+        const TensorView<f32, typename V::layout, Host> view(copy.data());
+        assign(view, cast<f32>(v));
+        return view;
+    }
+
     template <class B>
     static auto bias_data(const B& b)
     {
@@ -156,12 +206,14 @@ private:
 
     std::unique_ptr<onednn_conv2d> plan_;
     std::unique_ptr<lowering> lowering_;
+    [[no_unique_address]] std::conditional_t<converts, f32_copies, none> copies_;
 };
 
-// Host convolutions in f32, and bf16 storage with f32 gradients (bf16_mixed), run on oneDNN.
+// Host convolutions in f32, and 16-bit storage with f32 gradients
+// (bf16_mixed, fp16_mixed), run on oneDNN.
 template <class T, class Grad, class Place>
-inline constexpr bool runs_on_onednn =
-    (std::is_same_v<T, f32> || std::is_same_v<T, bf16>)&&std::is_same_v<Grad, f32> && host_accessible_v<Place>;
+inline constexpr bool runs_on_onednn = (std::is_same_v<T, f32> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>)&&std::
+                                           is_same_v<Grad, f32> && host_accessible_v<Place>;
 
 #else
 

@@ -14,12 +14,17 @@
 // for AVX-512 and AVX2), the reorders between those layouts and tenet's
 // (NHWC activations, [Cout, K, K, Cin / Groups] weights), the buffers in the
 // primitives' layouts and one scratchpad shared by the three passes, all
-// allocated at construction. The forward keeps its reordered input for the
+// allocated at construction (a thread count's own, at its first forward). The forward keeps its reordered input for the
 // weight gradient, as the lowering keeps its columns. A fused ReLU is a
-// post-op of the forward primitive.
+// post-op of the forward primitive. A forward under a thread count met for
+// the first time plans the three passes again under it and keeps those
+// that give the construction's bits (onednn_thread_counts.hpp), so a
+// thread_tuner's 1 thread reaches oneDNN without changing a result.
 #pragma once
 
+#include "../exec/host_threads.hpp"
 #include "../linalg/onednn_handle.hpp"
+#include "../linalg/onednn_thread_counts.hpp"
 #include "../memory/error.hpp"
 #include "conv2d_problem.hpp"
 
@@ -27,11 +32,15 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 static_assert(DNNL_VERSION_MAJOR == 2, "tenet: the host convolution is written for oneDNN 2.x (Debian 12's libdnnl-dev)");
 
@@ -64,7 +73,7 @@ public:
     // storage: dnnl_f32 or dnnl_bf16. A CPU without oneDNN's bf16 kernels
     // (AVX2) makes a bf16 plan an onednn_error with status dnnl_unimplemented.
     explicit onednn_conv2d(const conv2d_problem& p, dnnl_data_type_t storage = dnnl_f32)
-        : problem_(p),
+        : problem_(p), storage_(storage),
           running_forward_("run a convolution's forward " + named(p, storage)),
           running_backward_("run a convolution's backward " + named(p, storage))
     {
@@ -74,104 +83,38 @@ public:
         const std::string what = "plan a convolution " + named(p, storage) + ": ";
         engine_.reset(create<dnnl_engine_t>(what + "engine", dnnl_engine_create, dnnl_cpu, 0));
         stream_.reset(create<dnnl_stream_t>(what + "stream", dnnl_stream_create, engine_.get(), dnnl_stream_default_flags));
-        const geometry g(p, storage);
-        dnnl_convolution_desc_t forward{}, data{}, weights{};
-        const memory_desc bias = bias_desc(p, storage), dbias = bias_desc(p, dnnl_f32);
-        check(what + "forward descriptor",
-              dnnl_dilated_convolution_forward_desc_init(&forward, dnnl_forward_training, dnnl_convolution_direct,
-                                                         &g.any_input, &g.any_weights, p.bias ? &bias : nullptr,
-                                                         &g.any_output, g.strides, g.dilation, g.padding_l, g.padding_r));
-        check(what + "backward-data descriptor",
-              dnnl_dilated_convolution_backward_data_desc_init(&data, dnnl_convolution_direct, &g.any_input,
-                                                               &g.any_weights, &g.any_output, g.strides, g.dilation,
-                                                               g.padding_l, g.padding_r));
-        check(what + "backward-weights descriptor",
-              dnnl_dilated_convolution_backward_weights_desc_init(&weights, dnnl_convolution_direct, &g.any_input,
-                                                                  &g.any_weight_gradient, p.bias ? &dbias : nullptr,
-                                                                  &g.any_output, g.strides, g.dilation, g.padding_l,
-                                                                  g.padding_r));
-        forward_pd_ = primitive_desc(what + "forward", &forward, p.relu, nullptr);
-        data_pd_ = primitive_desc(what + "backward data", &data, false, forward_pd_.get());
-        weights_pd_ = primitive_desc(what + "backward weights", &weights, false, forward_pd_.get());
-        forward_ = primitive(what + "forward", forward_pd_.get());
-        backward_data_ = primitive(what + "backward data", data_pd_.get());
-        backward_weights_ = primitive(what + "backward weights", weights_pd_.get());
-
-        const memory_desc input = input_desc(p, storage), output = output_desc(p, storage),
-                          weight = weight_desc(p, storage);
-        x_ = stage(what, input, query(forward_pd_, dnnl_query_src_md));
-        w_ = stage(what, weight, query(forward_pd_, dnnl_query_weights_md));
-        y_ = stage(what, output, query(forward_pd_, dnnl_query_dst_md));
-        bias_ = stage(what, bias, bias);
-        x_weights_ = stage(what, input, query(weights_pd_, dnnl_query_src_md));
-        dz_weights_ = stage(what, output, query(weights_pd_, dnnl_query_diff_dst_md));
-        dw_ = stage(what, weight_desc(p, dnnl_f32), query(weights_pd_, dnnl_query_diff_weights_md));
-        dbias_ = stage(what, dbias, dbias);
-        dz_data_ = stage(what, output, query(data_pd_, dnnl_query_diff_dst_md));
-        w_data_ = stage(what, weight, query(data_pd_, dnnl_query_weights_md));
-        dx_ = stage(what, input, query(data_pd_, dnnl_query_diff_src_md));
-        memory_desc pad = query(forward_pd_, dnnl_query_scratchpad_md);
-        for (const auto* pd : {&data_pd_, &weights_pd_}) {
-            const memory_desc other = query(*pd, dnnl_query_scratchpad_md);
-            if (dnnl_memory_desc_get_size(&other) > dnnl_memory_desc_get_size(&pad)) pad = other;
-        }
-        scratchpad_.reset(create<dnnl_memory_t>(what + "scratchpad", dnnl_memory_create, &pad, engine_.get(),
-                                                DNNL_MEMORY_ALLOCATE));
-        scratchpad_bytes_ = dnnl_memory_desc_get_size(&pad);
+        plans_.push_back(make_plan());
+        last_forward_ = plans_.front().get();
+        const threaded_plan* reference = last_forward_;
+        routes_.push_back({reference->threads, reference, reference, reference});
     }
 
     // y = act(conv(x, w) + b); b is null without a bias. x, w, b and y hold
     // the storage type.
-    void forward(const void* x, const void* w, const void* b, void* y)
-    {
-        const std::string& what = running_forward_;
-        dnnl_memory_t src = bind(what, x_, x), weights = bind(what, w_, w), dst = bind(what, y_, y);
-        copy_in(what, x_);
-        copy_in(what, w_);
-        if (problem_.bias)
-            execute(what, forward_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bind(what, bias_, b)},
-                                     {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        else
-            execute(what, forward_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                     {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        copy_out(what, y_);
-        wait(what);
-    }
+    void forward(const void* x, const void* w, const void* b, void* y) { forward_on(*route_for_forward().forward, x, w, b, y); }
 
     // From the output gradient dz (already through a fused ReLU's mask): dw
     // and db (null without a bias) for the x of the last forward, and dx
     // (null: not wanted). dw and db are f32, the others the storage type.
     void backward(const void* dz, const void* x, const void* w, float* dw, float* db, void* dx)
     {
-        const std::string& what = running_backward_;
-        const dnnl_memory_t src = kept_input(what, x), diff_dst = stage_gradient(what, dz_weights_, dz, nullptr),
-                            diff_weights = bind(what, dw_, dw);
-        if (problem_.bias)
-            execute(what, backward_weights_,
-                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                     {DNNL_ARG_DIFF_BIAS, bind(what, dbias_, db)}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        else
-            execute(what, backward_weights_,
-                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                     {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        copy_out(what, dw_);
-        if (dx != nullptr) {
-            const dnnl_memory_t diff_dst_data = stage_gradient(what, dz_data_, dz, &dz_weights_);
-            const dnnl_memory_t weights = weights_for_data(what, w), diff_src = bind(what, dx_, dx);
-            execute(what, backward_data_, {{DNNL_ARG_DIFF_DST, diff_dst_data}, {DNNL_ARG_WEIGHTS, weights},
-                                           {DNNL_ARG_DIFF_SRC, diff_src}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-            copy_out(what, dx_);
-        }
-        wait(what);
+        const route& r = route_for_backward();
+        backward_on(*r.weights, *r.data, dz, x, w, dw, db, dx);
     }
 
-    // Bytes the plan holds in the primitives' layouts, scratchpad included.
+    // Bytes the plan holds in the primitives' layouts, scratchpad included
+    // (grown by a thread count's own primitives once a forward meets it).
     std::size_t workspace_bytes() const
     {
         std::size_t bytes = scratchpad_bytes_;
-        for (const staged* s : {&x_, &w_, &y_, &x_weights_, &dz_weights_, &dw_, &dz_data_, &w_data_, &dx_}) bytes += s->bytes;
+        for (const auto& plan : plans_)
+            for (const staged* s : plan->buffers()) bytes += s->bytes;
         return bytes;
     }
+
+    // How many thread counts run primitives of their own (1: only those
+    // made at construction). A getter for tests and benchmarks.
+    std::size_t thread_counts_planned() const { return plans_.size(); }
 
 private:
     // A tensor in tenet's layout (the caller's pointer, bound per call) and
@@ -183,6 +126,28 @@ private:
         std::size_t bytes = 0;
         bool reordered() const { return inner != nullptr; }
         dnnl_memory_t primitive_side() const { return reordered() ? inner.get() : user.get(); }
+    };
+
+    // The three primitives as oneDNN made them under one thread count (it
+    // fixes a primitive's count, and its split of the work, when it makes
+    // it), with their layouts' buffers.
+    struct threaded_plan {
+        int threads = 1;
+        detail::dnnl_pd_handle forward_pd, data_pd, weights_pd;
+        detail::dnnl_primitive_handle forward, backward_data, backward_weights;
+        staged x, w, y, bias, x_weights, dz_weights, dw, dbias, dz_data, w_data, dx;
+        std::array<const staged*, 9> buffers() const
+        {
+            return {&x, &w, &y, &x_weights, &dz_weights, &dw, &dz_data, &w_data, &dx};
+        }
+    };
+
+    // Which plan runs each pass under one thread count: the count's own
+    // where it gave the construction's bits (onednn_thread_counts.hpp; the
+    // weight gradient usually stays on the construction's).
+    struct route {
+        int threads;
+        const threaded_plan *forward, *data, *weights;
     };
 
     // The problem's descriptors and window as oneDNN takes them.
@@ -201,6 +166,165 @@ private:
         {
         }
     };
+
+    // The primitives under the calling thread's count, and a scratchpad
+    // large enough for them.
+    std::unique_ptr<threaded_plan> make_plan()
+    {
+        const conv2d_problem& p = problem_;
+        const std::string what = "plan a convolution " + named(p, storage_) + ": ";
+        auto plan = std::make_unique<threaded_plan>();
+        plan->threads = host_threads();
+        const geometry g(p, storage_);
+        dnnl_convolution_desc_t forward{}, data{}, weights{};
+        const memory_desc bias = bias_desc(p, storage_), dbias = bias_desc(p, dnnl_f32);
+        check(what + "forward descriptor",
+              dnnl_dilated_convolution_forward_desc_init(&forward, dnnl_forward_training, dnnl_convolution_direct,
+                                                         &g.any_input, &g.any_weights, p.bias ? &bias : nullptr,
+                                                         &g.any_output, g.strides, g.dilation, g.padding_l, g.padding_r));
+        check(what + "backward-data descriptor",
+              dnnl_dilated_convolution_backward_data_desc_init(&data, dnnl_convolution_direct, &g.any_input,
+                                                               &g.any_weights, &g.any_output, g.strides, g.dilation,
+                                                               g.padding_l, g.padding_r));
+        check(what + "backward-weights descriptor",
+              dnnl_dilated_convolution_backward_weights_desc_init(&weights, dnnl_convolution_direct, &g.any_input,
+                                                                  &g.any_weight_gradient, p.bias ? &dbias : nullptr,
+                                                                  &g.any_output, g.strides, g.dilation, g.padding_l,
+                                                                  g.padding_r));
+        plan->forward_pd = primitive_desc(what + "forward", &forward, p.relu, nullptr);
+        plan->data_pd = primitive_desc(what + "backward data", &data, false, plan->forward_pd.get());
+        plan->weights_pd = primitive_desc(what + "backward weights", &weights, false, plan->forward_pd.get());
+        plan->forward = primitive(what + "forward", plan->forward_pd.get());
+        plan->backward_data = primitive(what + "backward data", plan->data_pd.get());
+        plan->backward_weights = primitive(what + "backward weights", plan->weights_pd.get());
+
+        const memory_desc input = input_desc(p, storage_), output = output_desc(p, storage_),
+                          weight = weight_desc(p, storage_);
+        plan->x = stage(what, input, query(plan->forward_pd, dnnl_query_src_md));
+        plan->w = stage(what, weight, query(plan->forward_pd, dnnl_query_weights_md));
+        plan->y = stage(what, output, query(plan->forward_pd, dnnl_query_dst_md));
+        plan->bias = stage(what, bias, bias);
+        plan->x_weights = stage(what, input, query(plan->weights_pd, dnnl_query_src_md));
+        plan->dz_weights = stage(what, output, query(plan->weights_pd, dnnl_query_diff_dst_md));
+        plan->dw = stage(what, weight_desc(p, dnnl_f32), query(plan->weights_pd, dnnl_query_diff_weights_md));
+        plan->dbias = stage(what, dbias, dbias);
+        plan->dz_data = stage(what, output, query(plan->data_pd, dnnl_query_diff_dst_md));
+        plan->w_data = stage(what, weight, query(plan->data_pd, dnnl_query_weights_md));
+        plan->dx = stage(what, input, query(plan->data_pd, dnnl_query_diff_src_md));
+        for (const auto* pd : {&plan->forward_pd, &plan->data_pd, &plan->weights_pd}) {
+            const memory_desc pad = query(*pd, dnnl_query_scratchpad_md);
+            const std::size_t bytes = dnnl_memory_desc_get_size(&pad);
+            if (bytes <= scratchpad_bytes_ && scratchpad_) continue;
+            scratchpad_.reset(create<dnnl_memory_t>(what + "scratchpad", dnnl_memory_create, &pad, engine_.get(),
+                                                    DNNL_MEMORY_ALLOCATE));
+            scratchpad_bytes_ = bytes;
+        }
+        return plan;
+    }
+
+    // The route for the calling thread's count: found, or (a count met for
+    // the first time) made by planning under it and comparing each pass
+    // with the construction's on random operands. This runs before a
+    // forward, whose staged input nothing reads any more.
+    const route& route_for_forward()
+    {
+        if (const route* r = find_route(host_threads())) return *r;
+        std::unique_ptr<threaded_plan> candidate = make_plan();
+        const threaded_plan& reference = *plans_.front();
+        const pass_results a = run_random(reference), b = run_random(*candidate);
+        const threaded_plan* own = candidate.get();
+        routes_.push_back({own->threads, a.y == b.y ? own : &reference, a.dx == b.dx ? own : &reference,
+                           a.dw == b.dw && a.db == b.db ? own : &reference});
+        const route& r = routes_.back();
+        if (r.forward == own || r.data == own || r.weights == own) plans_.push_back(std::move(candidate));
+        return r;
+    }
+    // A backward under a count no forward has met runs the construction's
+    // primitives (planning here would overwrite the staged input).
+    const route& route_for_backward() const
+    {
+        const route* r = find_route(host_threads());
+        return r ? *r : routes_.front();
+    }
+    const route* find_route(int threads) const
+    {
+        for (const route& r : routes_)
+            if (r.threads == threads) return &r;
+        return nullptr;
+    }
+
+    // Every pass of a plan on the same pseudo-random operands, as bytes.
+    struct pass_results {
+        std::string y, dx, dw, db;
+    };
+    pass_results run_random(const threaded_plan& plan)
+    {
+        const conv2d_problem& p = problem_;
+        const std::size_t value = storage_ == dnnl_bf16 ? 2 : 4,
+                          inputs = std::size_t(p.batch) * p.height * p.width * p.in_channels,
+                          outputs = std::size_t(p.batch) * p.out_height * p.out_width * p.out_channels,
+                          weights = std::size_t(p.out_channels) * p.kernel * p.kernel * (p.in_channels / p.groups);
+        auto random = [&](std::size_t n, std::uint32_t seed) { return internal::onednn_random_bytes(n * value, storage_, seed); };
+        const std::string x = random(inputs, 1), w = random(weights, 2), b = random(p.out_channels, 3), dz = random(outputs, 4);
+        pass_results r{std::string(outputs * value, '\0'), std::string(inputs * value, '\0'),
+                       std::string(weights * 4, '\0'), std::string(p.bias ? p.out_channels * 4 : 0, '\0')};
+        forward_on(plan, x.data(), w.data(), p.bias ? b.data() : nullptr, r.y.data());
+        backward_on(plan, plan, dz.data(), x.data(), w.data(), reinterpret_cast<float*>(r.dw.data()),
+                    p.bias ? reinterpret_cast<float*>(r.db.data()) : nullptr, r.dx.data());
+        return r;
+    }
+    void forward_on(const threaded_plan& const_plan, const void* x, const void* w, const void* b, void* y)
+    {
+        threaded_plan& plan = const_cast<threaded_plan&>(const_plan);  // its staging, never its primitives
+        const std::string& what = running_forward_;
+        const host_threads_scope count(plan.threads);
+        dnnl_memory_t src = bind(what, plan.x, x), weights = bind(what, plan.w, w), dst = bind(what, plan.y, y);
+        copy_in(what, plan.x);
+        copy_in(what, plan.w);
+        if (problem_.bias)
+            execute(what, plan.forward, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights},
+                                         {DNNL_ARG_BIAS, bind(what, plan.bias, b)}, {DNNL_ARG_DST, dst},
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+        else
+            execute(what, plan.forward, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+        copy_out(what, plan.y);
+        wait(what);
+        last_forward_ = &plan;
+    }
+
+    // The weight gradient on one plan, the data gradient on another (each
+    // reuses the last forward's staged copies where its layouts agree). A
+    // primitive runs under the count it was made under.
+    void backward_on(const threaded_plan& weights_plan, const threaded_plan& data_plan, const void* dz, const void* x,
+                     const void* w, float* dw, float* db, void* dx)
+    {
+        threaded_plan& wp = const_cast<threaded_plan&>(weights_plan);
+        threaded_plan& dp = const_cast<threaded_plan&>(data_plan);
+        const std::string& what = running_backward_;
+        std::optional<host_threads_scope> count(std::in_place, wp.threads);
+        const dnnl_memory_t src = kept_input(what, wp, x), diff_dst = stage_gradient(what, wp.dz_weights, dz),
+                            diff_weights = bind(what, wp.dw, dw);
+        if (problem_.bias)
+            execute(what, wp.backward_weights,
+                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                     {DNNL_ARG_DIFF_BIAS, bind(what, wp.dbias, db)}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+        else
+            execute(what, wp.backward_weights,
+                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                     {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+        copy_out(what, wp.dw);
+        if (dx != nullptr) {
+            wait(what);
+            count.emplace(dp.threads);
+            const dnnl_memory_t diff_dst_data = gradient_for_data(what, dp, wp, dz);
+            const dnnl_memory_t weights = weights_for_data(what, dp, w), diff_src = bind(what, dp.dx, dx);
+            execute(what, dp.backward_data, {{DNNL_ARG_DIFF_DST, diff_dst_data}, {DNNL_ARG_WEIGHTS, weights},
+                                             {DNNL_ARG_DIFF_SRC, diff_src}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+            copy_out(what, dp.dx);
+        }
+        wait(what);
+    }
 
     static std::string named(const conv2d_problem& p, dnnl_data_type_t storage)
     {
@@ -330,48 +454,55 @@ private:
 
     static bool same_layout(const memory_desc& a, const memory_desc& b) { return dnnl_memory_desc_equal(&a, &b) != 0; }
 
-    // The input in the weight-gradient primitive's layout: the forward's
-    // reordered copy when the layouts agree, else x reordered again.
-    dnnl_memory_t kept_input(const std::string& what, const void* x)
+    // The input in the weight-gradient primitive's layout: the last
+    // forward's reordered copy when the layouts agree, else x reordered again.
+    dnnl_memory_t kept_input(const std::string& what, threaded_plan& plan, const void* x)
     {
-        if (same_layout(query(weights_pd_, dnnl_query_src_md), query(forward_pd_, dnnl_query_src_md)))
-            return x_.reordered() ? x_.inner.get() : bind(what, x_, x);
-        const dnnl_memory_t m = bind(what, x_weights_, x);
-        copy_in(what, x_weights_);
+        threaded_plan& last = *last_forward_;
+        if (same_layout(query(plan.weights_pd, dnnl_query_src_md), query(last.forward_pd, dnnl_query_src_md)))
+            return last.x.reordered() ? last.x.inner.get() : bind(what, last.x, x);
+        const dnnl_memory_t m = bind(what, plan.x_weights, x);
+        copy_in(what, plan.x_weights);
         return m;
     }
 
-    // dz in a primitive's layout, reusing the weight gradient's copy when
-    // the data gradient wants the same layout.
-    dnnl_memory_t stage_gradient(const std::string& what, staged& s, const void* dz, const staged* done)
+    dnnl_memory_t stage_gradient(const std::string& what, staged& s, const void* dz)
     {
-        if (done != nullptr && done->reordered() &&
-            same_layout(query(data_pd_, dnnl_query_diff_dst_md), query(weights_pd_, dnnl_query_diff_dst_md)))
-            return done->inner.get();
         const dnnl_memory_t m = bind(what, s, dz);
         copy_in(what, s);
         return m;
     }
-
-    // The weights in the data-gradient primitive's layout: the forward's copy
-    // when the layouts agree (the weights have not changed since), else w
-    // reordered again.
-    dnnl_memory_t weights_for_data(const std::string& what, const void* w)
+    // dz in the data gradient's layout, reusing the weight gradient's copy
+    // when the layouts agree.
+    dnnl_memory_t gradient_for_data(const std::string& what, threaded_plan& data, threaded_plan& weights, const void* dz)
     {
-        if (same_layout(query(data_pd_, dnnl_query_weights_md), query(forward_pd_, dnnl_query_weights_md)))
-            return w_.reordered() ? w_.inner.get() : bind(what, w_, w);
-        const dnnl_memory_t m = bind(what, w_data_, w);
-        copy_in(what, w_data_);
+        if (weights.dz_weights.reordered() &&
+            same_layout(query(data.data_pd, dnnl_query_diff_dst_md), query(weights.weights_pd, dnnl_query_diff_dst_md)))
+            return weights.dz_weights.inner.get();
+        return stage_gradient(what, data.dz_data, dz);
+    }
+
+    // The weights in the data-gradient primitive's layout: the last
+    // forward's copy when the layouts agree (the weights have not changed
+    // since), else w reordered again.
+    dnnl_memory_t weights_for_data(const std::string& what, threaded_plan& plan, const void* w)
+    {
+        threaded_plan& last = *last_forward_;
+        if (same_layout(query(plan.data_pd, dnnl_query_weights_md), query(last.forward_pd, dnnl_query_weights_md)))
+            return last.w.reordered() ? last.w.inner.get() : bind(what, last.w, w);
+        const dnnl_memory_t m = bind(what, plan.w_data, w);
+        copy_in(what, plan.w_data);
         return m;
     }
 
     conv2d_problem problem_;
+    dnnl_data_type_t storage_;
     std::string running_forward_, running_backward_;  // error contexts, written once rather than per call
     detail::dnnl_engine_handle engine_;
     detail::dnnl_stream_handle stream_;
-    detail::dnnl_pd_handle forward_pd_, data_pd_, weights_pd_;
-    detail::dnnl_primitive_handle forward_, backward_data_, backward_weights_;
-    staged x_, w_, y_, bias_, x_weights_, dz_weights_, dw_, dbias_, dz_data_, w_data_, dx_;
+    std::vector<std::unique_ptr<threaded_plan>> plans_;  // [0]: made at construction, the reference
+    std::vector<route> routes_;                          // [0]: the construction's count
+    threaded_plan* last_forward_ = nullptr;
     detail::dnnl_memory_handle scratchpad_;
     std::size_t scratchpad_bytes_ = 0;
 };

@@ -1,8 +1,13 @@
 // How many threads the host backend's parallel loops use: OpenMP's thread
 // count of the calling thread, which tenet's loops and oneDNN's primitives
 // (Debian's libdnnl runs on the same OpenMP runtime) both follow. Results
-// never depend on it: every host reduction and GEMM adds in an order fixed
-// by the shapes alone.
+// never depend on it: every host reduction adds in an order fixed by the
+// shapes alone, and a oneDNN primitive (the host GEMM, the host
+// convolution) runs under the count its plan was made under (a layer's
+// construction, a GEMM's first use) unless the primitive made for the
+// caller's count gives the same bits (linalg/onednn_thread_counts.hpp).
+// That first count is the one thing a result can depend on: a plan made
+// under another count may differ in the last bits of a weight gradient.
 //
 //   host_threads()          the count the next parallel loop of this thread uses
 //   set_host_threads(n)     n >= 1 (else tenet::error); this thread only

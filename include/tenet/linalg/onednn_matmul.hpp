@@ -11,21 +11,27 @@
 // first use: the primitive reads tenet's memory where it is (row-major or
 // column-major with any leading dimension), a batch of GEMMs (attention's
 // heads) in one call. Calls from several threads are safe: each builds its
-// own memory objects and stream around the shared primitive. The C API, as
+// own memory objects and stream around the shared primitive. A call under
+// another thread count runs a primitive made for that count where its
+// results are the same bits (onednn_gemm::route). The C API, as
 // conv/onednn_conv2d.hpp explains.
 #pragma once
 
+#include "../exec/host_threads.hpp"
 #include "../memory/error.hpp"
 #include "../numeric/types.hpp"
 #include "gemm_layout.hpp"
 #include "onednn_handle.hpp"
+#include "onednn_thread_counts.hpp"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace tenet::linalg::detail {
 
@@ -74,17 +80,21 @@ public:
     // d = a b for every batch, in one call.
     static void run(const In* a, const In* b, f32* d)
     {
-        const onednn_gemm& plan = instance();
-        dnnl_stream_t raw_stream;
-        onednn_check(dnnl_stream_create(&raw_stream, plan.engine_.get(), dnnl_stream_default_flags), "create a stream");
-        const dnnl_stream_handle stream(raw_stream);
-        const dnnl_memory_handle src = plan.bind(plan.a_, a), weights = plan.bind(plan.b_, b), dst = plan.bind(plan.d_, d);
-        const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()}, {DNNL_ARG_DST, dst.get()}};
-        onednn_check(dnnl_primitive_execute(plan.matmul_.get(), stream.get(), 3, args), "run");
-        onednn_check(dnnl_stream_wait(stream.get()), "wait for a stream");
+        onednn_gemm& plan = instance();
+        plan.execute(plan.route_for(host_threads()), a, b, d);
     }
 
 private:
+    // The primitive a thread count runs (onednn_thread_counts.hpp): the
+    // first use's is the reference; a count met later runs its own where
+    // that gives the reference's bits. A primitive runs under the count it
+    // was made under (oneDNN's matmul also reads the calling count).
+    struct route {
+        int threads;
+        dnnl_primitive_t matmul;
+        int made_under;
+    };
+
     onednn_gemm()
         : a_(onednn_matrix(G.batch, G.m, G.k, G.a, onednn_type<In>)),
           b_(onednn_matrix(G.batch, G.k, G.n, G.b, onednn_type<In>)),
@@ -93,20 +103,59 @@ private:
         dnnl_engine_t engine;
         onednn_check(dnnl_engine_create(&engine, dnnl_cpu, 0), "create an engine");
         engine_.reset(engine);
+        own_.push_back(make_matmul());
+        routes_.push_back({host_threads(), own_.front().get(), host_threads()});
+    }
+
+    static onednn_gemm& instance()
+    {
+        static onednn_gemm plan;
+        return plan;
+    }
+
+    // A matmul primitive made under the calling thread's count.
+    dnnl_primitive_handle make_matmul() const
+    {
         dnnl_matmul_desc_t desc;
         onednn_check(dnnl_matmul_desc_init(&desc, &a_, &b_, nullptr, &d_), "describe a matmul");
         dnnl_primitive_desc_t pd;
-        onednn_check(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine, nullptr), "plan a matmul");
+        onednn_check(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine_.get(), nullptr), "plan a matmul");
         const dnnl_pd_handle pd_handle(pd);
         dnnl_primitive_t matmul;
         onednn_check(dnnl_primitive_create(&matmul, pd), "create a matmul");
-        matmul_.reset(matmul);
+        return dnnl_primitive_handle(matmul);
     }
 
-    static const onednn_gemm& instance()
+    route route_for(int threads)
     {
-        static const onednn_gemm plan;
-        return plan;
+        const std::lock_guard lock(mutex_);
+        for (const route& r : routes_)
+            if (r.threads == threads) return r;
+        const route reference = routes_.front();
+        dnnl_primitive_handle made = make_matmul();
+        const std::string a = onednn_random_bytes(dnnl_memory_desc_get_size(&a_), onednn_type<In>, 1),
+                          b = onednn_random_bytes(dnnl_memory_desc_get_size(&b_), onednn_type<In>, 2);
+        std::string want(dnnl_memory_desc_get_size(&d_), '\0'), got = want;
+        auto in = [](const std::string& s) { return reinterpret_cast<const In*>(s.data()); };
+        execute(reference, in(a), in(b), reinterpret_cast<f32*>(want.data()));
+        execute({threads, made.get(), threads}, in(a), in(b), reinterpret_cast<f32*>(got.data()));
+        if (got == want) own_.push_back(std::move(made));
+        routes_.push_back(got == want ? route{threads, own_.back().get(), threads} : route{threads, reference.matmul, reference.made_under});
+        return routes_.back();
+    }
+
+    // Safe from several threads: each call builds its own memory objects
+    // and stream around the shared primitive.
+    void execute(const route& r, const In* a, const In* b, f32* d) const
+    {
+        const host_threads_scope count(r.made_under);
+        dnnl_stream_t raw_stream;
+        onednn_check(dnnl_stream_create(&raw_stream, engine_.get(), dnnl_stream_default_flags), "create a stream");
+        const dnnl_stream_handle stream(raw_stream);
+        const dnnl_memory_handle src = bind(a_, a), weights = bind(b_, b), dst = bind(d_, d);
+        const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()}, {DNNL_ARG_DST, dst.get()}};
+        onednn_check(dnnl_primitive_execute(r.matmul, stream.get(), 3, args), "run");
+        onednn_check(dnnl_stream_wait(stream.get()), "wait for a stream");
     }
 
     dnnl_memory_handle bind(const dnnl_memory_desc_t& md, const void* data) const
@@ -118,7 +167,9 @@ private:
 
     dnnl_memory_desc_t a_, b_, d_;
     dnnl_engine_handle engine_;
-    dnnl_primitive_handle matmul_;
+    std::mutex mutex_;                         // guards the two below
+    std::vector<dnnl_primitive_handle> own_;   // [0]: the reference
+    std::vector<route> routes_;
 };
 
 }  // namespace tenet::linalg::detail

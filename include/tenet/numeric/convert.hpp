@@ -37,13 +37,19 @@ inline constexpr __nv_fp8_interpretation_t fp8_interpretation = std::is_same_v<T
 // the host backend converts every f16 element it loads or stores.
 TENET_HD constexpr f32 f16_bits_to_f32(std::uint32_t h)
 {
-    // All three cases computed and one selected: no branches, so loops vectorise.
+    // All three cases computed and one selected by bit masks: g++ turns a
+    // ?: whose arms hold a float multiply back into branches (the multiply
+    // might trap, so it is not run unconditionally), and loops with
+    // branches do not vectorise.
     const std::uint32_t sign = (h & 0x8000u) << 16, mag = h & 0x7FFFu;
-    const std::uint32_t special = mag == 0x7C00u ? sign | 0x7F800000u : 0x7FFFFFFFu;
-    const std::uint32_t normal = sign | ((mag << 13) + (std::uint32_t{127 - 15} << 23));
+    const std::uint32_t special = mag == 0x7C00u ? 0x7F800000u : 0x7FFFFFFFu;  // infinity, else the canonical NaN
+    const std::uint32_t normal = (mag << 13) + (std::uint32_t{127 - 15} << 23);
     // exact: an integer below 2^10 times 2^-24
-    const std::uint32_t subnormal = sign | bit_cast<std::uint32_t>(static_cast<f32>(mag) * 0x1p-24f);
-    return bit_cast<f32>(mag >= 0x7C00u ? special : (mag >= 0x0400u ? normal : subnormal));
+    const std::uint32_t subnormal = bit_cast<std::uint32_t>(static_cast<f32>(static_cast<std::int32_t>(mag)) * 0x1p-24f);
+    const std::uint32_t is_subnormal = 0u - std::uint32_t{mag < 0x0400u}, is_special = 0u - std::uint32_t{mag >= 0x7C00u},
+                        is_nan = 0u - std::uint32_t{mag > 0x7C00u};
+    const std::uint32_t finite = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+    return bit_cast<f32>((sign & ~is_nan) | (special & is_special) | (finite & ~is_special));
 }
 
 TENET_HD constexpr std::uint32_t f32_bits_to_f16(std::uint32_t u)
@@ -57,9 +63,8 @@ TENET_HD constexpr std::uint32_t f32_bits_to_f16(std::uint32_t u)
     const std::uint32_t exponent = mag >> 23;
     const std::uint32_t shift = exponent > 112 ? 14 : (126 - exponent < 31 ? 126 - exponent : 31);
     const std::uint32_t significand = (mag & 0x007FFFFFu) | (exponent ? 0x00800000u : 0u);
-    const std::uint32_t kept = significand >> shift, rest = significand & ((1u << shift) - 1u);
-    const std::uint32_t half = 1u << (shift - 1);
-    const std::uint32_t subnormal = kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+    // (the normal case's rounding: just under half, plus the kept lsb, then truncate)
+    const std::uint32_t subnormal = (significand + ((1u << (shift - 1)) - 1u) + ((significand >> shift) & 1u)) >> shift;
     // all cases computed, one selected: no branches, so host loops vectorise
     const std::uint32_t magnitude = mag >= 0x38800000u ? normal : subnormal;
     return mag > 0x7F800000u ? 0x7FFFu : (mag >= 0x477FF000u ? sign | 0x7C00u : sign | magnitude);

@@ -39,7 +39,7 @@ struct leaf_eval {
         vec<value_type, K> r;
         if constexpr (access == chunk_access::vector) {
             const vec<element_type, K> raw = internal::load_input_chunk<K>(data + map::offset(i));
-TENET_UNROLL
+TENET_CHUNK_LOOP
             for (std::size_t k = 0; k < K; ++k) r[k] = convert<value_type>(raw[k]);
         } else if constexpr (access == chunk_access::uniform) {
             r = splat<K>(at(i));
@@ -60,7 +60,7 @@ TENET_UNROLL
     {
         if constexpr (map::template chunk<K> == chunk_access::vector) {
             vec<element_type, K> raw;
-TENET_UNROLL
+TENET_CHUNK_LOOP
             for (std::size_t k = 0; k < K; ++k) raw[k] = convert<element_type>(values[k]);
             internal::store_chunk<K>(data + map::offset(i), raw);
         } else {

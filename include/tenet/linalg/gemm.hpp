@@ -107,8 +107,10 @@ auto gemm_input(const N& node, Context& context)
         return leaf_view(node);
     } else {
         auto& copy = context.template scratch<T, typename N::shape>();
-        if constexpr (is_leaf_node<N>) assign(copy.view(), cast<S>(leaf_view(node)));
-        else assign(copy.view(), cast<S>(node));
+        if constexpr (!is_leaf_node<N>) assign(copy.view(), cast<S>(node));
+        else if constexpr (std::is_same_v<typename decltype(leaf_view(node))::element_type, S>)
+            assign(copy.view(), leaf_view(node));  // already S: widening only (a round trip through S cost 2x)
+        else assign(copy.view(), cast<S>(leaf_view(node)));
         return std::as_const(copy).view();
     }
 }

@@ -12,6 +12,7 @@
 // order: deterministic, no atomics.
 #pragma once
 
+#include "../memory/converting_chunks.hpp"
 #include "../numeric/convert.hpp"
 #include "geometry.hpp"
 #include "window_expr.hpp"
@@ -176,12 +177,18 @@ void host_max_window(const T* x, std::size_t p, std::array<Value, G::channels>& 
             if (w < 0 || w >= std::int64_t{G::width}) continue;
             const auto at = static_cast<std::uint32_t>(static_cast<std::size_t>(h) * G::width + static_cast<std::size_t>(w));
             const T* from = x + input_offset<G>(n, h, w, 0);
+            // 16 channels converted at a time where C allows (f16 inline
+            // in this loop would keep it scalar: memory/converting_chunks.hpp)
+            constexpr std::size_t K = C % 16 == 0 ? 16 : C;
+            for (std::size_t c0 = 0; c0 < C; c0 += K) {
+                const vec<Value, K> v = internal::load_chunk_as<Value, K>(from + c0);
 #pragma omp simd
-            for (std::size_t c = 0; c < C; ++c) {
-                const Value v = convert<Value>(from[c]);
-                const bool take = first || (best[c] == best[c] && (v > best[c] || v != v));  // first NaN, else first max
-                best[c] = take ? v : best[c];
-                chosen[c] = take ? at : chosen[c];
+                for (std::size_t k = 0; k < K; ++k) {
+                    const std::size_t c = c0 + k;
+                    const bool take = first || (best[c] == best[c] && (v[k] > best[c] || v[k] != v[k]));  // first NaN, else first max
+                    best[c] = take ? v[k] : best[c];
+                    chosen[c] = take ? at : chosen[c];
+                }
             }
             first = false;
         }

@@ -110,11 +110,21 @@ struct assignment_pattern {
 
 namespace detail::exec {
 
+// cast<T>(e) assigned to T elements is e assigned: the store rounds to T
+// once either way (T -> its compute type -> T is exact), and the loop then
+// holds one conversion, not three.
+template <class T, class Src>
+struct rounds_to : std::false_type {};
+template <class T, class E>
+struct rounds_to<T, internal::map_expr<ops::cast_to<T>, E>> : std::true_type {};
+
 template <class Src, class Dst>
 auto source_node(const Src& source)
 {
-    using V = compute_t<typename Dst::element_type>;
+    using T = std::remove_cv_t<typename Dst::element_type>;
+    using V = compute_t<T>;
     if constexpr (scalar_value<Src>) return scalar_expr<V>{internal::scalar_as<V>(source)};
+    else if constexpr (rounds_to<T, Src>::value) return std::get<0>(source.operands);
     else return as_node(source);  // a Tensor is read through its view
 }
 

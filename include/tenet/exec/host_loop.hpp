@@ -6,7 +6,8 @@
 // at i % C), a block is walked in chunks of host_chunk elements instead
 // (tensor/expression.hpp, host_walk), the tree applied lane by lane
 // (expr/lanes.hpp): the broadcast operand is then one vector load, not a gather.
-// Several destinations are written in the same traversal.
+// Several destinations are written in the same traversal (in chunks too when
+// an operand asks for them: all of a chunk's reads before its writes).
 #pragma once
 
 #include "../expr/lanes.hpp"
@@ -21,9 +22,13 @@ namespace tenet::detail::exec {
 inline constexpr std::size_t host_block = 4096;
 inline constexpr std::size_t host_chunk = 16;  // a 64-byte line of f32
 
-template <class Dst, class Src>
-inline constexpr bool host_walks_chunks =
-    internal::host_walk_of_all<host_chunk, Dst, Src>() == internal::host_walk::chunks;
+template <class... E>
+inline constexpr bool host_walks_chunks = internal::host_walk_of_all<host_chunk, E...>() == internal::host_walk::chunks;
+
+template <class Dsts, class Srcs, std::size_t... I>
+inline constexpr bool host_walks_chunks_all =
+    host_walks_chunks<std::remove_cvref_t<decltype(get<I>(std::declval<const Dsts&>()))>...,
+                      std::remove_cvref_t<decltype(get<I>(std::declval<const Srcs&>()))>...>;
 
 template <std::size_t N, class Dsts, class Srcs, std::size_t... I>
 void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I...>)
@@ -50,6 +55,17 @@ void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I.
         } else if constexpr (sizeof...(I) == 1) {
             TENET_SIMD_LOOP
             for (index i = begin; i < end; ++i) out.head.store(i, in.head.at(i));
+        } else if constexpr (host_walks_chunks_all<Dsts, Srcs, I...>) {
+            constexpr index k = host_chunk;
+            const index chunked = begin + (end - begin) / k * k;
+            for (index i = begin; i < chunked; i += k) {
+                const auto values = make_value_pack(internal::evaluate_lanes<k>(get<I>(in), i)...);  // all reads first
+                (get<I>(out).template store_chunk<k>(i, get<I>(values)), ...);
+            }
+            for (index i = chunked; i < end; ++i) {
+                const auto values = make_value_pack(get<I>(in).at(i)...);
+                (get<I>(out).store(i, get<I>(values)), ...);
+            }
         } else {
             for (index i = begin; i < end; ++i) {
                 const auto values = make_value_pack(get<I>(in).at(i)...);  // all reads before any write

@@ -25,10 +25,15 @@ struct generator_eval : memoryless_eval {
     TENET_HD vec<value_type, K> chunk(Index i) const
     {
         vec<value_type, K> r;
-TENET_UNROLL
+TENET_CHUNK_LOOP
         for (std::size_t k = 0; k < K; ++k) r[k] = generate(static_cast<unsigned long long>(i) + k);
         return r;
     }
+
+    // No memory read: the walk the rest of the expression needs (dropout
+    // over f16 storage then converts in chunks, not element by element).
+    template <std::size_t K>
+    static constexpr internal::host_walk host_walk_for = internal::host_walk::either;
 };
 
 // Place: AnyPlace, or the place of memory the generator reads when it runs.

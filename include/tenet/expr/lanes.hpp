@@ -10,8 +10,8 @@
 // instead hands every intermediate vec (a vec<bool, K> among them) through
 // memory, where g++ turns the selects into branches.
 //
-// Maps and views are walked; any other evaluator is a leaf of the walk and
-// loads through its own chunk<K>().
+// Maps and views are walked, generators computed lane by lane; any other
+// evaluator is a leaf of the walk and loads through its own chunk<K>().
 #pragma once
 
 #include "../tensor/leaf.hpp"
@@ -40,6 +40,12 @@ struct is_scalar_eval : std::false_type {};
 template <class V>
 struct is_scalar_eval<scalar_eval<V>> : std::true_type {};
 
+// generator_eval (generator.hpp, which includes the tensor headers that
+// include this one): no memory, values from the index alone.
+template <class E>
+struct is_generator_eval
+    : std::bool_constant<std::is_base_of_v<memoryless_eval, E> && requires(const E& e) { e.generate(0ull); }> {};
+
 template <class E>
 struct is_leaf_eval : std::false_type {};
 template <class T, class L>
@@ -59,6 +65,14 @@ struct contiguous_lanes {
     const T* first;
 };
 
+// Values computed from the index (a generator: dropout's mask), computed in
+// the lane loop itself, which then vectorises them with the rest of the tree.
+template <class G, class Index>
+struct generated_lanes {
+    G generate;
+    Index first;
+};
+
 template <class V, std::size_t K>
 TENET_HD V lane_of(const vec<V, K>& loaded, std::size_t k)
 {
@@ -68,6 +82,11 @@ template <class V>
 TENET_HD V lane_of(const uniform_lanes<V>& loaded, std::size_t)
 {
     return loaded.value;
+}
+template <class G, class Index>
+TENET_HD auto lane_of(const generated_lanes<G, Index>& loaded, std::size_t k)
+{
+    return loaded.generate(static_cast<unsigned long long>(loaded.first) + k);
 }
 template <class V, class T>
 TENET_HD V lane_of(const contiguous_lanes<V, T>& loaded, std::size_t k)
@@ -79,7 +98,8 @@ TENET_HD V lane_of(const contiguous_lanes<V, T>& loaded, std::size_t k)
 // through their own chunk<K>().
 template <class E>
 inline constexpr bool lane_walked =
-    is_map_eval<E>::value || is_remap_eval<E>::value || is_leaf_eval<E>::value || is_scalar_eval<E>::value;
+    is_map_eval<E>::value || is_remap_eval<E>::value || is_leaf_eval<E>::value || is_scalar_eval<E>::value ||
+    is_generator_eval<E>::value;
 
 // A view or tensor whose K-chunks read as `access` (vector: K consecutive
 // elements of its operand or memory; uniform: one element).
@@ -87,6 +107,17 @@ template <class E, std::size_t K, chunk_access access>
 constexpr bool reads_chunks_as()
 {
     if constexpr (is_remap_eval<E>::value || is_leaf_eval<E>::value) return E::map::template chunk<K> == access;
+    else return false;
+}
+
+// A contiguous leaf the lane loop reads from memory itself. f16 and fp8
+// leaves are converted in a loop of their own first (converts_apart in
+// tensor/leaf.hpp): inlined into the lane loop, their conversions keep it
+// from vectorising.
+template <class E, std::size_t K>
+constexpr bool read_in_lanes()
+{
+    if constexpr (is_leaf_eval<E>::value) return E::map::template chunk<K> == chunk_access::vector && !E::converts_apart;
     else return false;
 }
 
@@ -106,12 +137,14 @@ TENET_HD auto load_lanes(const E& e, Index i)
         return load_operand_lanes<K>(e, i, std::make_index_sequence<decltype(e.operands)::size>{});
     } else if constexpr (is_remap_eval<E>::value && reads_chunks_as<E, K, chunk_access::vector>()) {
         return load_lanes<K>(e.operand, E::map::offset(i));
-    } else if constexpr (is_leaf_eval<E>::value && reads_chunks_as<E, K, chunk_access::vector>()) {
+    } else if constexpr (read_in_lanes<E, K>()) {
         return contiguous_lanes<typename E::value_type, typename E::element_type>{e.data + E::map::offset(i)};
     } else if constexpr (reads_chunks_as<E, K, chunk_access::uniform>()) {
         return uniform_lanes<typename E::value_type>{e.at(i)};
     } else if constexpr (is_scalar_eval<E>::value) {
         return uniform_lanes<typename E::value_type>{e.value};
+    } else if constexpr (is_generator_eval<E>::value) {
+        return generated_lanes<decltype(e.generate), Index>{e.generate, i};
     } else {
         return e.template chunk<K>(i);
     }

@@ -35,6 +35,16 @@ struct relu_mask_pack_eval : ::tenet::reads_evaluators<relu_mask_pack_eval<Eval,
     {
         const Index row = i / RowBytes, first = (i % RowBytes) * 8;
         unsigned bits = 0;
+#if !TENET_DEVICE_PASS
+        // On the host the byte's 8 values as one chunk (an f16 bias then
+        // converts in a loop of its own, not per element).
+        if constexpr (N % 8 == 0) {
+            if (first >= N) return i8{0};  // the row's padding
+            const auto values = pre.template chunk<8>(static_cast<Index>(row * N + first));
+            for (unsigned b = 0; b != 8; ++b) bits |= unsigned{values[b] > 0} << b;
+            return static_cast<i8>(bits);
+        }
+#endif
 TENET_UNROLL
         for (unsigned b = 0; b != 8; ++b)
             if (first + b < N && pre.at(static_cast<Index>(row * N + first + b)) > 0) bits |= 1u << b;

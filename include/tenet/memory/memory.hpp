@@ -6,6 +6,7 @@
 #include "access.hpp"
 #include "allocate.hpp"
 #include "buffer.hpp"
+#include "converting_chunks.hpp"
 #include "copy_bytes.hpp"
 #include "cuda_check.hpp"
 #include "device.hpp"

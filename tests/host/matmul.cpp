@@ -187,10 +187,58 @@ void same_bits_under_thread_counts()
 TEST_CASE_TEMPLATE("matmul: the same bits under any thread count", T, f32, bf16)
 {
     // oneDNN splits a long inner dimension's sum among threads when the
-    // output is small (here under 2 threads, not 1): the first use's split
-    // stays
+    // output is small (here under 2 threads, not 1); such products are cut
+    // into fixed slices of that dimension
     same_bits_under_thread_counts<T, 32, 8192, 10>();
     same_bits_under_thread_counts<T, 96, 200, 64>();
+}
+
+// A long inner dimension in slices (linalg/onednn_inner_slices.hpp), first
+// used under 1 thread: every slice's offset in both layouts of each operand
+// (a wrong one fails the float64 comparison), slices of unequal length, and
+// the same bits under 2 and 3 threads.
+template <class T, std::size_t M, std::size_t K, std::size_t N>
+void sliced_product_first_used_alone()
+{
+    const host_threads_scope one(1);
+    const auto at = random_tensor<T, Shape<K, M>>(3 * K + M);
+    const auto a = random_tensor<T, Shape<M, K>>(5 * K + M);
+    const auto b = random_tensor<T, Shape<K, N>>(7 * K + N);
+    const auto bt = random_tensor<T, Shape<N, K>>(11 * K + N);
+    Tensor<T, Shape<M, N>, Host> y[4], again;
+    for (Tensor<T, Shape<M, N>, Host>& t : y) testing::poison(t);
+    y[0] = matmul(transpose(at), b);
+    y[1] = matmul(a, b);
+    y[2] = matmul(a, transpose(bt));
+    y[3] = matmul(transpose(at), transpose(bt));
+    check_product<T>(y[0], reference_product(transpose(at), b));
+    check_product<T>(y[1], reference_product(a, b));
+    check_product<T>(y[2], reference_product(a, transpose(bt)));
+    check_product<T>(y[3], reference_product(transpose(at), transpose(bt)));
+    for (const int threads : {2, 3}) {
+        const host_threads_scope scope(threads);
+        CAPTURE(threads);
+        testing::poison(again);
+        again = matmul(transpose(at), b);
+        CHECK(std::memcmp(y[0].data(), again.data(), sizeof(T) * M * N) == 0);
+        testing::poison(again);
+        again = matmul(a, transpose(bt));
+        CHECK(std::memcmp(y[2].data(), again.data(), sizeof(T) * M * N) == 0);
+    }
+}
+
+TEST_CASE_TEMPLATE("matmul: a long inner dimension in fixed slices", T, f32, bf16)
+{
+#if defined(TENET_WITH_ONEDNN)
+    using linalg::detail::inner_slices;
+    constexpr auto weight_gradient = [](std::size_t m, std::size_t k, std::size_t n) {
+        return linalg::detail::gemm_dims{m, n, k, 1, {true, m, 0}, {false, n, 0}, {false, n, 0}};
+    };
+    CHECK(inner_slices(weight_gradient(64, 4096, 128)) == 4);  // the ViT's, batch 256 x 16 tokens
+    CHECK(inner_slices(weight_gradient(784, 256, 256)) == 1);  // the MLP's
+#endif
+    sliced_product_first_used_alone<T, 24, 3001, 9>();         // 2 slices: 1501 and 1500
+    sliced_product_first_used_alone<T, 7, 5000, 33>();         // 4 slices: 1250 each
 }
 
 TEST_CASE_TEMPLATE("matmul: transposed, sliced and strided operands", T, f32, bf16)

@@ -30,6 +30,16 @@ inline constexpr bool host_walks_chunks_all =
     host_walks_chunks<std::remove_cvref_t<decltype(get<I>(std::declval<const Dsts&>()))>...,
                       std::remove_cvref_t<decltype(get<I>(std::declval<const Srcs&>()))>...>;
 
+// Several destinations over [begin, end), element by element.
+template <class Dsts, class Srcs, class Index, std::size_t... I>
+void host_store_each(const Dsts& out, const Srcs& in, Index begin, Index end, std::index_sequence<I...>)
+{
+    for (Index i = begin; i < end; ++i) {
+        const auto values = make_value_pack(get<I>(in).at(i)...);  // all reads before any write
+        (get<I>(out).store(i, get<I>(values)), ...);
+    }
+}
+
 template <std::size_t N, class Dsts, class Srcs, std::size_t... I>
 void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I...>)
 {
@@ -62,15 +72,9 @@ void host_elementwise(const Dsts& dsts, const Srcs& srcs, std::index_sequence<I.
                 const auto values = make_value_pack(internal::evaluate_lanes<k>(get<I>(in), i)...);  // all reads first
                 (get<I>(out).template store_chunk<k>(i, get<I>(values)), ...);
             }
-            for (index i = chunked; i < end; ++i) {
-                const auto values = make_value_pack(get<I>(in).at(i)...);
-                (get<I>(out).store(i, get<I>(values)), ...);
-            }
+            host_store_each(out, in, chunked, end, std::index_sequence<I...>{});
         } else {
-            for (index i = begin; i < end; ++i) {
-                const auto values = make_value_pack(get<I>(in).at(i)...);  // all reads before any write
-                (get<I>(out).store(i, get<I>(values)), ...);
-            }
+            host_store_each(out, in, begin, end, std::index_sequence<I...>{});
         }
     }
 }

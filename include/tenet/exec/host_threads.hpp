@@ -7,7 +7,9 @@
 // construction, a GEMM's first use) unless the primitive made for the
 // caller's count gives the same bits (linalg/onednn_thread_counts.hpp).
 // That first count is the one thing a result can depend on: a plan made
-// under another count may differ in the last bits of a weight gradient.
+// under another count may differ in the last bits of a convolution's
+// weight gradient (a GEMM with a long inner dimension is cut into fixed
+// slices instead: linalg/onednn_inner_slices.hpp).
 //
 //   host_threads()          the count the next parallel loop of this thread uses
 //   set_host_threads(n)     n >= 1 (else tenet::error); this thread only

@@ -4,7 +4,8 @@
 //   With oneDNN (TENET_WITH_ONEDNN, as tenet::tenet defines where CMake finds
 //   Debian's libdnnl-dev): its matmul primitive (onednn_matmul.hpp) for f32
 //   (1.2-1.6x Eigen's on the MLP's shapes, 2-core AVX-512, bench/RESULTS.md)
-//   and bf16 operands (read as they are, no conversion).
+//   and bf16 operands (read as they are, no conversion); a long inner
+//   dimension beside a small output in fixed slices (onednn_inner_slices.hpp).
 //   Otherwise (f64, f16 operands, no oneDNN): Eigen's blocked, vectorised
 //   (and, with OpenMP, parallel) product through Eigen::Map with an outer
 //   stride, in the accumulate type (16-bit operands converted to f32 first).
@@ -16,7 +17,7 @@
 #include "gemm_layout.hpp"
 
 #if defined(TENET_WITH_ONEDNN)
-#include "onednn_matmul.hpp"
+#include "onednn_inner_slices.hpp"
 #endif
 
 // Eigen is host code here. Under nvcc it would otherwise mark its functions
@@ -92,7 +93,10 @@ void host_gemm(const In* a, const In* b, Acc* d)
                   "accumulate type");
 #if defined(TENET_WITH_ONEDNN)
     if constexpr (std::is_same_v<In, bf16> || std::is_same_v<In, f32>) {
-        onednn_gemm<Problem::dims, In>::run(a, b, d);
+        if constexpr (inner_slices(Problem::dims) > 1)
+            onednn_sliced_gemm<Problem::dims, In>(a, b, d);
+        else
+            onednn_gemm<Problem::dims, In>::run(a, b, d);
         return;
     } else
 #endif

@@ -11,9 +11,12 @@
 // first use: the primitive reads tenet's memory where it is (row-major or
 // column-major with any leading dimension), a batch of GEMMs (attention's
 // heads) in one call. Calls from several threads are safe: each builds its
-// own memory objects and stream around the shared primitive. A call under
+// own memory objects, stream and scratchpad around the shared primitive
+// (oneDNN's own scratchpad is one per process in Debian's build: two
+// threads running primitives at once wrote each other's partial sums). A call under
 // another thread count runs a primitive made for that count where its
-// results are the same bits (onednn_gemm::route). The C API, as
+// results are the same bits (onednn_gemm::route); a long inner dimension
+// never gets here (onednn_inner_slices.hpp). The C API, as
 // conv/onednn_conv2d.hpp explains.
 #pragma once
 
@@ -69,6 +72,15 @@ inline dnnl_memory_desc_t onednn_matrix(std::size_t batch, std::size_t rows, std
     return md;
 }
 
+// The calling thread's scratchpad for its oneDNN GEMMs (they run one at a
+// time on a thread), at least `bytes` long.
+inline void* thread_scratchpad(std::size_t bytes)
+{
+    thread_local std::vector<std::byte> scratch;
+    if (scratch.size() < bytes) scratch.resize(bytes);
+    return scratch.data();
+}
+
 template <class T>
 inline constexpr dnnl_data_type_t onednn_type = std::is_same_v<T, bf16> ? dnnl_bf16 : dnnl_f32;
 
@@ -93,6 +105,12 @@ private:
         int threads;
         dnnl_primitive_t matmul;
         int made_under;
+        dnnl_memory_desc_t scratchpad;
+    };
+
+    struct made {
+        dnnl_primitive_handle matmul;
+        dnnl_memory_desc_t scratchpad;
     };
 
     onednn_gemm()
@@ -103,8 +121,9 @@ private:
         dnnl_engine_t engine;
         onednn_check(dnnl_engine_create(&engine, dnnl_cpu, 0), "create an engine");
         engine_.reset(engine);
-        own_.push_back(make_matmul());
-        routes_.push_back({host_threads(), own_.front().get(), host_threads()});
+        made reference = make_matmul();
+        routes_.push_back({host_threads(), reference.matmul.get(), host_threads(), reference.scratchpad});
+        own_.push_back(std::move(reference.matmul));
     }
 
     static onednn_gemm& instance()
@@ -113,17 +132,23 @@ private:
         return plan;
     }
 
-    // A matmul primitive made under the calling thread's count.
-    dnnl_primitive_handle make_matmul() const
+    // A matmul primitive made under the calling thread's count, with the
+    // scratchpad it wants from each call.
+    made make_matmul() const
     {
         dnnl_matmul_desc_t desc;
         onednn_check(dnnl_matmul_desc_init(&desc, &a_, &b_, nullptr, &d_), "describe a matmul");
+        dnnl_primitive_attr_t raw_attr;
+        onednn_check(dnnl_primitive_attr_create(&raw_attr), "make attributes");
+        const dnnl_attr_handle attr(raw_attr);
+        onednn_check(dnnl_primitive_attr_set_scratchpad_mode(raw_attr, dnnl_scratchpad_mode_user),
+                     "ask for a scratchpad of its own");
         dnnl_primitive_desc_t pd;
-        onednn_check(dnnl_primitive_desc_create(&pd, &desc, nullptr, engine_.get(), nullptr), "plan a matmul");
+        onednn_check(dnnl_primitive_desc_create(&pd, &desc, raw_attr, engine_.get(), nullptr), "plan a matmul");
         const dnnl_pd_handle pd_handle(pd);
         dnnl_primitive_t matmul;
         onednn_check(dnnl_primitive_create(&matmul, pd), "create a matmul");
-        return dnnl_primitive_handle(matmul);
+        return {dnnl_primitive_handle(matmul), *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)};
     }
 
     route route_for(int threads)
@@ -132,29 +157,34 @@ private:
         for (const route& r : routes_)
             if (r.threads == threads) return r;
         const route reference = routes_.front();
-        dnnl_primitive_handle made = make_matmul();
+        made mine = make_matmul();
         const std::string a = onednn_random_bytes(dnnl_memory_desc_get_size(&a_), onednn_type<In>, 1),
                           b = onednn_random_bytes(dnnl_memory_desc_get_size(&b_), onednn_type<In>, 2);
         std::string want(dnnl_memory_desc_get_size(&d_), '\0'), got = want;
         auto in = [](const std::string& s) { return reinterpret_cast<const In*>(s.data()); };
         execute(reference, in(a), in(b), reinterpret_cast<f32*>(want.data()));
-        execute({threads, made.get(), threads}, in(a), in(b), reinterpret_cast<f32*>(got.data()));
-        if (got == want) own_.push_back(std::move(made));
-        routes_.push_back(got == want ? route{threads, own_.back().get(), threads} : route{threads, reference.matmul, reference.made_under});
+        const route own{threads, mine.matmul.get(), threads, mine.scratchpad};
+        execute(own, in(a), in(b), reinterpret_cast<f32*>(got.data()));
+        if (got == want) own_.push_back(std::move(mine.matmul));
+        routes_.push_back(got == want ? own : route{threads, reference.matmul, reference.made_under, reference.scratchpad});
         return routes_.back();
     }
 
-    // Safe from several threads: each call builds its own memory objects
-    // and stream around the shared primitive.
+    // Safe from several threads: each call builds its own memory objects,
+    // stream and scratchpad (the calling thread's) around the shared primitive.
     void execute(const route& r, const In* a, const In* b, f32* d) const
     {
         const host_threads_scope count(r.made_under);
         dnnl_stream_t raw_stream;
         onednn_check(dnnl_stream_create(&raw_stream, engine_.get(), dnnl_stream_default_flags), "create a stream");
         const dnnl_stream_handle stream(raw_stream);
-        const dnnl_memory_handle src = bind(a_, a), weights = bind(b_, b), dst = bind(d_, d);
-        const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()}, {DNNL_ARG_WEIGHTS, weights.get()}, {DNNL_ARG_DST, dst.get()}};
-        onednn_check(dnnl_primitive_execute(r.matmul, stream.get(), 3, args), "run");
+        const dnnl_memory_handle src = bind(a_, a), weights = bind(b_, b), dst = bind(d_, d),
+                                 pad = bind(r.scratchpad, thread_scratchpad(dnnl_memory_desc_get_size(&r.scratchpad)));
+        const dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, src.get()},
+                                        {DNNL_ARG_WEIGHTS, weights.get()},
+                                        {DNNL_ARG_DST, dst.get()},
+                                        {DNNL_ARG_SCRATCHPAD, pad.get()}};
+        onednn_check(dnnl_primitive_execute(r.matmul, stream.get(), 4, args), "run");
         onednn_check(dnnl_stream_wait(stream.get()), "wait for a stream");
     }
 

@@ -6,8 +6,9 @@
 // depend on the count: a count's own primitive runs only where it gives
 // the bits of the reference (the plan's first) on the same random
 // operands. Forward passes and data gradients split their outputs among
-// threads and agree; where oneDNN splits a sum among threads (a weight
-// gradient, a long inner dimension) the reference runs.
+// threads and agree; where oneDNN splits a sum among threads (a
+// convolution's weight gradient) the reference runs. A GEMM with a long
+// inner dimension is cut into fixed slices instead (onednn_inner_slices.hpp).
 //
 //   onednn_random_bytes(bytes, type, seed)   values in [-1, 1) as the bytes
 //                                            of f32 or bf16 (an f32's top half)

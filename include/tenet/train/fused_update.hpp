@@ -226,6 +226,14 @@ struct sums {
     T b = T(0);
 };
 
+// 1 where g is inf or NaN (inf - inf and NaN - NaN are NaN): an integer to
+// OR into a flag, where std::isfinite keeps a loop from vectorising.
+template <class T>
+constexpr unsigned nonfinite_bit(T g)
+{
+    return static_cast<unsigned>(!(g - g == T(0)));
+}
+
 // The global pass over [0, numel): the scaled gradients' sum of squares, and
 // whether one is inf/NaN.
 template <class Args, class T>
@@ -243,13 +251,13 @@ sums<T> host_totals(const Args& a, T inverse_scale)
             for (std::size_t l = 0; l < lanes; ++l) {
                 const T g = checked_gradient(a, i + l, inverse_scale);
                 squares[l] += g * g;
-                nonfinite |= static_cast<unsigned>(!(g - g == T(0)));  // inf - inf and NaN - NaN are NaN
+                nonfinite |= nonfinite_bit(g);
             }
         }
         for (; i < end; ++i) {
             const T g = checked_gradient(a, i, inverse_scale);
             squares[i % lanes] += g * g;
-            nonfinite |= static_cast<unsigned>(!(g - g == T(0)));
+            nonfinite |= nonfinite_bit(g);
         }
         sums<T> s;
         for (const T square : squares) s.a += square;
@@ -293,7 +301,7 @@ char host_update_unmasked(const Args& a, std::uint64_t begin, std::uint64_t end,
     unsigned nonfinite = 0;
     for (std::uint64_t i = begin; i < end; ++i) {
         const T g = a.gradients[i] * multiplier;
-        nonfinite |= static_cast<unsigned>(!(g - g == T(0)));  // inf - inf and NaN - NaN are NaN
+        nonfinite |= nonfinite_bit(g);
     }
     return nonfinite != 0 ? char{1} : char{0};
 }

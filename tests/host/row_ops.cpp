@@ -1,5 +1,5 @@
 // Row-wise NN ops on the host: every forward against float64 references on
-// random inputs (f32, bf16, f16; rows of 1, 7, 33 and 1500 elements; rank 3;
+// random inputs (f32, bf16, f16; rows of 1, 7, 16, 33, 64 and 1500 elements; rank 3;
 // large magnitudes), every backward against central finite differences
 // computed in float64 (the gradient of sum(r * f(x)), or of the loss), and the
 // 16-bit backwards against their formulas evaluated in float64 on the stored
@@ -205,6 +205,8 @@ void check_softmax_shapes(double offset, double spread)
     check_softmax_forward<T, Shape<5, 7>>(2, offset, spread);
     check_softmax_forward<T, Shape<6, 33>>(3, offset, spread);
     check_softmax_forward<T, Shape<3, 1500>>(4, offset, spread);
+    check_softmax_forward<T, Shape<9, 16>>(7, offset, spread);  // rows in chunks of 16 (f16: written in chunks)
+    check_softmax_forward<T, Shape<2, 4, 64>>(8, offset, spread);
     check_softmax_forward<T, Shape<2, 3, 33>>(5, offset, spread);
     check_softmax_forward<T, Shape<33>>(6, offset, spread);
 }
@@ -429,6 +431,8 @@ TEST_CASE_TEMPLATE("softmax and log_softmax backwards match their float64 formul
     check_softmax_backward_formula<true, T, Shape<5, 7>>(33);
     check_softmax_backward_formula<true, T, Shape<3, 1500>>(34);
     check_softmax_backward_formula<true, T, Shape<2, 3, 33>>(35);
+    check_softmax_backward_formula<false, T, Shape<9, 16>>(36);
+    check_softmax_backward_formula<true, T, Shape<9, 16>>(37);
 }
 
 // ---------------------------------------------------------------- layernorm
@@ -686,6 +690,7 @@ void check_cross_entropy_shapes(double offset, double spread)
     check_cross_entropy_forward<T, Shape<9, 7>>(81, offset, spread);
     check_cross_entropy_forward<T, Shape<6, 33>>(82, offset, spread);
     check_cross_entropy_forward<T, Shape<4, 1500>>(83, offset, spread);
+    check_cross_entropy_forward<T, Shape<6, 32>>(85, offset, spread);
     check_cross_entropy_forward<T, Shape<2, 3, 10>>(84, offset, spread);
 }
 

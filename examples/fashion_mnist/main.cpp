@@ -18,6 +18,7 @@
 //                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]
 //                 [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N] [--al-steps N]
 //                 [--al-strategies random,entropy,margin,least_confidence]
+//                 [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH]
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
@@ -88,7 +89,8 @@ namespace {
               << "                     [--prune unstructured|2:4|all] [--sparsities S,S,...] [--prune-epochs N]\n"
               << "                     [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]\n"
               << "                     [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N]\n"
-              << "                     [--al-steps N] [--al-strategies random,entropy,margin,least_confidence]\n";
+              << "                     [--al-steps N] [--al-strategies random,entropy,margin,least_confidence]\n"
+              << "                     [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH]\n";
     std::exit(2);
 }
 
@@ -149,6 +151,9 @@ options parse(int argc, char** argv)
         else if (arg == "--al-batch") o.al_batch = std::stoul(value());
         else if (arg == "--al-steps") o.al_steps = std::stoul(value());
         else if (arg == "--al-strategies") o.al_strategies = split_list(value(), "--al-strategies");
+        else if (arg == "--lr-find") o.lr_find = true;
+        else if (arg == "--lr-find-steps") o.lr_find_steps = std::stoul(value());
+        else if (arg == "--lr-find-csv") o.lr_find_csv = value();
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")
@@ -263,6 +268,11 @@ int main(int argc, char** argv)
         data::mnist_dataset set = data::load_mnist(o.data);
         if (o.train_samples) set.train = data::subset(set.train, o.train_samples);
         if (o.active_learning) return report_active_learning(set, o);
+        if (o.lr_find) {
+            if (o.data_parallel) usage("--lr-find runs in one process: no --data-parallel");
+            example::find_learning_rates(set, o);
+            return 0;
+        }
         std::vector<result> results;
         std::string where = "host";
 #if TENET_EXAMPLE_DEVICE

@@ -73,6 +73,9 @@ struct options {
     std::size_t al_batch = 500;
     std::size_t al_steps = 400;  // training steps per round
     std::vector<std::string> al_strategies{"random", "entropy", "margin"};
+    bool lr_find = false;  // the learning-rate range test instead of training
+    std::size_t lr_find_steps = 100;
+    std::string lr_find_csv = "lr_find.csv";
 };
 
 // This rank's share of the loaders' batches (all of them without data parallelism).
@@ -400,8 +403,30 @@ std::vector<result> train_all(const data::mnist_dataset& set, const options& o)
     return out;
 }
 
+// --lr-find: the learning-rate range test (train::lr_range_test) of a fresh
+// fp32 model with the example's AdamW, printed as a table and written as CSV
+// (model, lr, loss, smoothed).
+template <class Net>
+void find_learning_rate(const data::mnist_dataset& set, const options& o, std::ostream& csv)
+{
+    nn::model<Net, fp32, input_of<Net>, Host> net(o.seed);
+    loader_t<Host> batches(set.train, data::normalize_pixels{});
+    const train::lr_range_result r = train::lr_range_test(
+        net, batches, train::adamw{0.9f, 0.999f, 1e-8f, 1e-4f},
+        {.start = 1e-6f, .end = 1.0f, .steps = o.lr_find_steps, .seed = o.seed});
+    std::printf("\n%s: learning-rate range test, %zu steps of %zu (AdamW, fp32)\n%12s %12s %12s\n", name_of<Net>(),
+                r.curve.size(), batch, "lr", "loss", "smoothed");
+    for (const auto& p : r.curve) {
+        std::printf("%12.3g %12.4f %12.4f\n", p.lr, p.loss, p.smoothed);
+        csv << name_of<Net>() << "," << p.lr << "," << p.loss << "," << p.smoothed << "\n";
+    }
+    std::printf("%s: %s; suggested rate (steepest descent) %.3g (the example trains at %.3g)\n", name_of<Net>(),
+                r.diverged ? "the loss diverged, stopped" : "no divergence", r.suggested_lr, learning_rate<Net>);
+}
+
 // The trained results on each place (train_host.cpp, train_device.cu).
 std::vector<result> train_on_host(const data::mnist_dataset& set, const options& o);
 std::vector<result> train_on_device(const data::mnist_dataset& set, const options& o);
+void find_learning_rates(const data::mnist_dataset& set, const options& o);
 
 }  // namespace example

@@ -196,8 +196,9 @@ struct labelled_batch {
 double loss_of(const Tensor<f32, Shape<>, Device>& loss) { return to_host(loss).data()[0]; }
 
 template <class T, class S>
-void compare_losses(std::uint64_t seed, double spread)
+void compare_losses(std::uint64_t seed, double spread, float smoothing = 0)
 {
+    const label_smoothing e{smoothing};
     constexpr std::size_t n = row_length<S>;
     const labelled_batch<S> batch(seed);
     Tensor<T, S, Host> x, target, probs_host, dx_host, dp_host;
@@ -205,8 +206,8 @@ void compare_losses(std::uint64_t seed, double spread)
     fill_normal(x, seed, 0, spread);
     fill_normal(target, seed + 1);
     scale_host.data()[0] = 0.375f;
-    cross_entropy_forward(ce_host, probs_host, x, batch.labels, batch.valid);
-    cross_entropy_backward(dx_host, probs_host, batch.labels, batch.valid, scale_host);
+    cross_entropy_forward(ce_host, probs_host, x, batch.labels, batch.valid, e);
+    cross_entropy_backward(dx_host, probs_host, batch.labels, batch.valid, scale_host, e);
     mse_forward(mse_host, x, target, batch.valid);
     mse_backward(dp_host, x, target, batch.valid, 2.5f);
 
@@ -218,9 +219,9 @@ void compare_losses(std::uint64_t seed, double spread)
     Tensor<f32, Shape<>, Device> ce, ce2, mse;
     for (auto* t : {&probs, &dx, &dp}) testing::poison(*t);
     for (auto* t : {&ce, &ce2, &mse}) testing::poison(*t);
-    cross_entropy_forward(ce, probs, xd, labels, valid);
-    cross_entropy_forward(ce2, probs, xd, labels, valid);
-    cross_entropy_backward(dx, to_device(probs_host), labels, valid, scale);  // scale read on the device
+    cross_entropy_forward(ce, probs, xd, labels, valid, e);
+    cross_entropy_forward(ce2, probs, xd, labels, valid, e);
+    cross_entropy_backward(dx, to_device(probs_host), labels, valid, scale, e);  // scale read on the device
     mse_forward(mse, xd, td, valid);
     mse_backward(dp, xd, td, valid, 2.5f);
 
@@ -236,7 +237,7 @@ void compare_losses(std::uint64_t seed, double spread)
     const auto padding = to_host(dx);
     for (std::size_t i = 0; i < S::numel; ++i)
         if (!batch.valid.data()[i / n] && convert<f64>(padding.data()[i]) != 0.0) log.add("padding dlogits[%zu]", i);
-    INFO(numeric_traits<T>::name, " rows of ", n);
+    INFO(numeric_traits<T>::name, " rows of ", n, ", label smoothing ", smoothing);
     CHECK_NO_MISMATCH(log);
 }
 
@@ -268,6 +269,9 @@ TEST_CASE_TEMPLATE("device: cross-entropy and MSE agree with the host; padding r
     compare_losses<T, Shape<64, 1000>>(21, 1e4);
     compare_losses<T, Shape<6, 50000>>(22, 3);
     compare_losses<T, Shape<2, 3, 33>>(23, 3);
+    compare_losses<T, Shape<256, 10>>(24, 3, 0.1f);  // label smoothing: the row sum read by the team
+    compare_losses<T, Shape<64, 1000>>(25, 1e4, 0.3f);
+    compare_losses<T, Shape<6, 50000>>(26, 3, 1.0f);
 }
 
 TEST_CASE("device: an all-padding batch gives loss 0 and zero gradients; a bad label gives NaN")

@@ -47,15 +47,13 @@ void set_gradients(M& m, const std::vector<float>& g, bool device)
 }
 
 template <class P, class Rule>
-void check_optimizer(Rule rule, float grad_scale, bool inject_inf)
+void check_optimizer(Rule rule, float grad_scale, bool inject_inf, train::optimizer_options options = {.clip_norm = 5.0f})
 {
     model_t<P, Host> host(3);
     model_t<P, Device> device(3);
     current_stream().synchronize();
     constexpr std::size_t n = model_t<P, Host>::flat_numel;
     REQUIRE(to_doubles(host.parameters(), n, false) == to_doubles(device.parameters(), n, true));
-    train::optimizer_options options;
-    options.clip_norm = 5.0f;
     train::optimizer host_opt(host, rule, train::warmup_cosine_lr{1e-2f, 2, 8, 0.0f}, options);
     train::optimizer device_opt(device, rule, train::warmup_cosine_lr{1e-2f, 2, 8, 0.0f}, options);
     std::mt19937_64 rng(9);
@@ -80,8 +78,33 @@ void check_optimizer(Rule rule, float grad_scale, bool inject_inf)
         CHECK(hs.skipped == ds.skipped);
         CHECK(hs.loss_scale == ds.loss_scale);
         CHECK(ds.last_grad_norm == doctest::Approx(hs.last_grad_norm).epsilon(1e-4));
+        if (options.average) {
+            const auto ha = to_doubles(host_opt.average(), n, false), da = to_doubles(device_opt.average(), n, true);
+            double far = 0;
+            for (std::size_t i = 0; i < n; ++i) far = std::max(far, std::abs(ha[i] - da[i]) / (1e-3 + std::abs(ha[i])));
+            CHECK(far < 1e-4);
+        }
     }
     if (inject_inf) CHECK(device_opt.state().skipped == 1);
+}
+
+// Step `step`'s random batch (drawn on the graphed trainer's stream), then
+// one step of each trainer, waited for.
+template <class Eager, class Graphed, class X>
+void step_both(Eager& eager, Graphed& graphed, int step, X& x, Tensor<std::int32_t, Shape<32>, Device>& labels,
+               Tensor<std::int32_t, Shape<32>, Device>& valid)
+{
+    {
+        stream_scope on(graphed.stream());
+        x = cast<typename X::element_type>(random_normal<Shape<32, 40>>(100 + step));
+        labels = cast<std::int32_t>(random_uniform<Shape<32>>(200 + step, 0, 0.0f, 9.99f));
+        valid = cast<std::int32_t>(random_uniform<Shape<32>>(300 + step, 0, 0.0f, 1.0f) < 0.9f);
+        graphed.stream().synchronize();
+    }
+    eager.step(x, labels, valid);
+    graphed.step(x, labels, valid);
+    eager.stream().synchronize();
+    graphed.stream().synchronize();
 }
 
 }  // namespace
@@ -94,6 +117,51 @@ TEST_CASE("gpu trainer: the fused optimizer matches the host's")
     check_optimizer<fp16_mixed>(train::adamw{}, 65536.0f, true);
 }
 
+TEST_CASE("gpu trainer: parameter groups and the weights' average in the fused optimizer match the host's")
+{
+    train::optimizer_options o{.clip_norm = 5.0f};
+    o.groups = train::parameter_groups{{{"0.*", 0.25f, {}}, {"2.weight", 1.0f, 0.3f}}};
+    o.average = train::ema{.decay = 0.9f, .warmup = true};
+    check_optimizer<fp32>(train::adamw{}, 1.0f, false, o);
+    check_optimizer<fp32>(train::sgd{0.9f, 0.0f, 1e-2f, false}, 1.0f, false, o);
+    check_optimizer<bf16_mixed>(train::lamb{}, 1.0f, false, o);
+    check_optimizer<fp16_mixed>(train::adamw{}, 65536.0f, true, o);
+}
+
+TEST_CASE("gpu trainer: a frozen first layer, groups rewritten between replays and a weight average: graph = eager")
+{
+    using frozen_spec = nn::Sequential<nn::Frozen<nn::Linear<40, 64>>, nn::ReLU, nn::Linear<64, 10>>;
+    using M = nn::model<frozen_spec, bf16_mixed, Shape<32, 40>, Device>;
+    M eager_net(5), graph_net(5);
+    train::trainer_options options;
+    options.optimizer.groups = train::parameter_groups{{{"2.*", 0.0f, {}}}};  // starts with the head stopped too
+    options.optimizer.average = train::ema{.decay = 0.8f};
+    train::trainer eager(eager_net, train::adamw{}, train::constant_lr{1e-3f}, options);
+    train::trainer graphed(graph_net, train::adamw{}, train::constant_lr{1e-3f}, options);
+    graphed.capture();
+    constexpr std::size_t n = M::flat_numel;
+    const auto start = to_doubles(graph_net.parameters(), n, true);
+    Tensor<bf16, Shape<32, 40>, Device> x;
+    Tensor<std::int32_t, Shape<32>, Device> labels, valid;
+    for (int step = 0; step < 8; ++step) {
+        if (step == 3) {  // unfreeze the head: the captured step reads the rewritten table
+            eager.optimizer().set_groups(train::parameter_groups{{{"2.*", 1.0f, {}}}});
+            graphed.optimizer().set_groups(train::parameter_groups{{{"2.*", 1.0f, {}}}});
+        }
+        step_both(eager, graphed, step, x, labels, valid);
+        const auto now = to_doubles(graph_net.parameters(), n, true);
+        CHECK(to_doubles(eager_net.parameters(), n, true) == now);
+        CHECK((now == start) == (step < 3));  // stopped, then training
+        for (std::size_t i = M::trainable_numel; i < n; ++i) CHECK(now[i] == start[i]);  // frozen: bit for bit
+    }
+    const auto trained = to_doubles(graph_net.parameters(), n, true);
+    {
+        train::average_scope in(graphed);
+        CHECK(to_doubles(graph_net.parameters(), n, true) != trained);
+    }
+    CHECK(to_doubles(graph_net.parameters(), n, true) == trained);
+}
+
 TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager steps")
 {
     using P = fp16_mixed;
@@ -104,17 +172,7 @@ TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager s
     Tensor<f16, Shape<32, 40>, Device> x;
     Tensor<std::int32_t, Shape<32>, Device> labels, valid;
     for (int step = 0; step < 8; ++step) {
-        {
-            stream_scope on(graphed.stream());
-            x = random_normal<Shape<32, 40>>(100 + step);
-            labels = cast<std::int32_t>(random_uniform<Shape<32>>(200 + step, 0, 0.0f, 9.99f));
-            valid = cast<std::int32_t>(random_uniform<Shape<32>>(300 + step, 0, 0.0f, 1.0f) < 0.9f);
-            graphed.stream().synchronize();
-        }
-        eager.step(x, labels, valid);
-        graphed.step(x, labels, valid);
-        eager.stream().synchronize();
-        graphed.stream().synchronize();
+        step_both(eager, graphed, step, x, labels, valid);
         constexpr std::size_t n = model_t<P, Device>::flat_numel;
         CHECK(to_doubles(eager_net.parameters(), n, true) == to_doubles(graph_net.parameters(), n, true));
     }

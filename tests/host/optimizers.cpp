@@ -2,10 +2,14 @@
 // decay), AdamW and LAMB against float64 re-implementations of PyTorch's /
 // apex's formulas over several steps; master weights and storage rounding for
 // bf16; the loss-scaler state machine with injected inf and NaN; global-norm
-// clipping; the accumulation divisor; the LR schedule read from the step count.
+// clipping; the accumulation divisor; the LR schedule read from the step count;
+// parameter groups (per-parameter rates and decay) against float64 and
+// against torch.optim's param_groups (tests/fixtures/pytorch).
+#include "scratch_dir.hpp"
 #include "tensor_testing.hpp"
 
 #include <tenet/nn/nn.hpp>
+#include <tenet/io/safetensors.hpp>
 #include <tenet/train/optimizer.hpp>
 
 #include <cmath>
@@ -15,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -470,6 +475,11 @@ void check_shards_step_as_one(std::size_t ranks, Rule rule, train::optimizer_opt
                     if (std::isfinite(want)) CHECK(shards[r]->slot(j)[at] == doctest::Approx(want).epsilon(1e-5));
                     else CHECK(std::memcmp(&shards[r]->slot(j)[at], &whole.slot(j)[i], sizeof(G)) == 0);
                 }
+                if (options.average) {
+                    const double want = whole.average()[i];
+                    if (std::isfinite(want)) CHECK(shards[r]->average()[at] == doctest::Approx(want).epsilon(1e-5));
+                    else CHECK(std::isnan(shards[r]->average()[at]) == std::isnan(want));
+                }
                 if (!keep[i]) CHECK(convert<f64>(copies[r]->parameters()[i]) == 0.0);
             }
         }
@@ -486,12 +496,19 @@ TEST_CASE("optimizers: sharded (ZeRO-1) optimizers step as one whole optimizer")
     train::optimizer_options masked = clipped;
     masked.masked = true;
     train::optimizer_options plain;
+    train::optimizer_options grouped = clipped;  // the shards cut the groups' ranges
+    grouped.groups = train::parameter_groups{{{"0.*", 0.25f, {}}, {"2.weight", 1.0f, 0.3f}}};
+    train::optimizer_options masked_grouped = masked;
+    masked_grouped.groups = grouped.groups;
+    masked_grouped.average = train::ema{.decay = 0.7f};
     for (std::size_t ranks : {1u, 2u, 3u, 4u, 5u}) {
         CAPTURE(ranks);
         check_shards_step_as_one<fp32>(ranks, train::adamw{}, clipped);
         check_shards_step_as_one<bf16_mixed>(ranks, train::sgd{0.9f}, masked);
         check_shards_step_as_one<fp16_mixed>(ranks, train::adamw{}, plain);
         check_shards_step_as_one<fp32>(ranks, train::adamw{}, plain);  // no global pass: inf reaches the weights
+        check_shards_step_as_one<fp32>(ranks, train::adamw{}, grouped);
+        check_shards_step_as_one<bf16_mixed>(ranks, train::sgd{0.9f, 0.0f, 0.01f}, masked_grouped);
     }
 }
 
@@ -531,4 +548,312 @@ TEST_CASE("optimizers: a shard's state bytes, its checkpoint slice, and what a s
                     tenet::error);
     CHECK_NOTHROW((train::optimizer<M, train::lamb>(part_model, train::lamb{}, train::constant_lr{1e-2f}, {},
                                                     train::parameter_shard::whole(n))));
+}
+
+// ---- parameter groups ------------------------------------------------------
+
+namespace {
+
+// The settings the groups below give spec's parameters.
+train::parameter_groups example_groups()
+{
+    return train::parameter_groups{{{"0.*", 0.25f, std::nullopt}, {"2.weight", 1.0f, 0.3f}}};
+}
+
+// Steps `rule` with `groups` beside its float64 reference run on each
+// parameter alone, with that parameter's rate and decay.
+template <class P, class Rule, class Reference>
+void compare_grouped(Rule rule, Reference base, const train::parameter_groups& groups, int steps, double tolerance)
+{
+    host_model<P> m(7);
+    train::optimizer_options options;
+    options.groups = groups;
+    train::optimizer opt(m, rule, train::constant_lr{static_cast<float>(base.lr)}, options);
+    const auto settings = opt.parameter_settings();
+    const auto segments = segments_of(m);
+    REQUIRE(settings.size() == segments.size());
+    std::vector<Reference> references;
+    for (const auto& [name, s] : settings) {
+        Reference r = base;
+        r.lr = base.lr * s.lr_scale;
+        r.decay = s.weight_decay;
+        references.push_back(r);
+    }
+    std::vector<double> w = parameters_of(m);
+    for (int t = 1; t <= steps; ++t) {
+        const auto g = fill_gradients(m, 300 + t);
+        opt.step();
+        for (std::size_t p = 0; p < segments.size(); ++p) {
+            const auto [begin, n] = segments[p];
+            std::vector<double> wp(w.begin() + begin, w.begin() + begin + n), gp(g.begin() + begin, g.begin() + begin + n);
+            if constexpr (requires { references[p].segments; }) references[p].segments = {{0, n}};
+            references[p].step(wp, gp, t);
+            std::copy(wp.begin(), wp.end(), w.begin() + begin);
+        }
+        check_close(parameters_of(m), w, tolerance);
+    }
+}
+
+// Each parameter of the model, read from the fixture under prefix + name.
+template <class M>
+void load_prefixed(M& m, const std::string& path, const std::string& prefix, std::vector<double>* into = nullptr)
+{
+    m.for_each_parameter([&](const std::string& name, auto value, auto) {
+        constexpr auto extents = decltype(value)::shape::extents;
+        std::vector<double> values(decltype(value)::shape::numel);
+        io::load_tensor(path, prefix + name, values.data(), std::vector<std::size_t>(extents.begin(), extents.end()));
+        const std::size_t begin = static_cast<std::size_t>(value.data() - m.parameters());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (into) (*into)[begin + i] = values[i];
+            else value.data()[i] = convert<typename M::storage_type>(values[i]);
+        }
+    });
+}
+
+}  // namespace
+
+TEST_CASE("optimizers: parameter groups resolve by name and rank; bad groups are refused")
+{
+    using train::detail::glob_match;
+    CHECK(glob_match("0.*", "0.weight"));
+    CHECK_FALSE(glob_match("0.*", "10.weight"));
+    CHECK(glob_match("*.bias", "3.1.bias"));
+    CHECK_FALSE(glob_match("*.bias", "3.1.bias_x"));
+    CHECK(glob_match("?.weight", "4.weight"));
+    CHECK_FALSE(glob_match("?.weight", "14.weight"));
+    CHECK(glob_match("*", "anything"));
+    CHECK(glob_match("a*b*c", "aXbYbc"));
+    CHECK_FALSE(glob_match("", "x"));
+
+    const std::vector<std::string> names{"0.weight", "0.bias", "2.weight", "2.bias"};
+    const std::vector<std::size_t> ranks{2, 1, 2, 1};
+    auto s = train::resolve_groups(example_groups(), names, ranks, 0.1f);
+    const std::vector<std::pair<float, float>> want{{0.25f, 0.1f}, {0.25f, 0.0f}, {1.0f, 0.3f}, {1.0f, 0.0f}};
+    for (std::size_t p = 0; p < names.size(); ++p) {
+        CAPTURE(names[p]);
+        CHECK(s[p].lr_scale == want[p].first);
+        CHECK(s[p].weight_decay == want[p].second);
+    }
+    auto decay_all = example_groups();
+    decay_all.decay_biases_and_norms = true;
+    s = train::resolve_groups(decay_all, names, ranks, 0.1f);
+    CHECK(s[1].weight_decay == 0.1f);
+    CHECK(s[3].weight_decay == 0.1f);
+
+    const auto layers = train::layer_rate_decay(0.5f, {"0.*", "2.*"});
+    REQUIRE(layers.size() == 2);
+    CHECK(layers[0].lr_scale == 0.25f);
+    CHECK(layers[1].lr_scale == 0.5f);
+    CHECK_THROWS_AS(train::layer_rate_decay(0.0f, {"0.*"}), error);
+    CHECK_THROWS_AS(train::layer_rate_decay(1.5f, {"0.*"}), error);
+
+    // A group that matches nothing names the parameters there are; one
+    // shadowed by an earlier group matches nothing either.
+    try {
+        train::resolve_groups(train::parameter_groups{{{"1.*", 0.5f, {}}}}, names, ranks, 0.1f);
+        FAIL("no error");
+    } catch (const error& e) {
+        CHECK(std::string(e.what()).find("'1.*' matches no parameter") != std::string::npos);
+        CHECK(std::string(e.what()).find("0.weight, 0.bias, 2.weight, 2.bias") != std::string::npos);
+    }
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"*", 1.0f, {}}, {"0.*", 2.0f, {}}}}, names, ranks,
+                                          0.1f),
+                    error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", -1.0f, {}}}}, names, ranks, 0.1f), error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", NAN, {}}}}, names, ranks, 0.1f), error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", 1.0f, -0.5f}}}, names, ranks, 0.1f), error);
+
+    host_model<fp32> m(1);
+    train::optimizer_options options;
+    options.groups = train::parameter_groups{{{"7.*", 1.0f, {}}}};
+    CHECK_THROWS_AS(train::optimizer(m, train::adamw{}, train::constant_lr{1e-3f}, options), error);
+}
+
+TEST_CASE("optimizers: parameter groups give each parameter its rate and decay (float64 references)")
+{
+    const auto groups = example_groups();
+    compare_grouped<f64_policy>(train::sgd{0.9f, 0.0f, 0.05f, false}, sgd_reference{0.05, 0.9, 0, 0.05, false, {}},
+                                groups, 5, 1e-6);
+    compare_grouped<f64_policy>(train::adamw{0.9f, 0.99f, 1e-8f, 0.1f},
+                                adamw_reference{1e-2, 0.9, 0.99, 1e-8, 0.1, {}, {}}, groups, 5, 1e-6);
+    compare_grouped<f64_policy>(train::lamb{0.9f, 0.99f, 1e-6f, 0.1f},
+                                lamb_reference{2e-2, 0.9, 0.99, 1e-6, 0.1, {}, {}, {}}, groups, 5, 1e-6);
+    compare_grouped<fp32>(train::adamw{0.9f, 0.99f, 1e-8f, 0.1f}, adamw_reference{1e-2, 0.9, 0.99, 1e-8, 0.1, {}, {}},
+                          groups, 5, 1e-5);
+    auto layerwise = train::parameter_groups{train::layer_rate_decay(0.5f, {"0.*"})};
+    layerwise.decay_biases_and_norms = true;
+    compare_grouped<fp32>(train::sgd{0.5f, 0.0f, 0.01f, true}, sgd_reference{0.1, 0.5, 0, 0.01, true, {}}, layerwise, 4,
+                          1e-5);
+}
+
+TEST_CASE("optimizers: parameter groups and the weights' average match torch.optim and timm (PyTorch fixture)")
+{
+    // tests/fixtures/pytorch/make_recipes_fixture.py: torch.optim's update of
+    // the same net from the same gradients, in float64, stored as float32.
+    const std::string path = std::string(TENET_TEST_FIXTURES) + "/pytorch/recipes.safetensors";
+    const auto run = [&]<class P, class Rule>(P, Rule rule, float lr, const train::parameter_groups& groups,
+                                              const std::string& expected, double tolerance, bool average = false) {
+        CAPTURE(expected);
+        host_model<P> m(1);
+        load_prefixed(m, path, "init.");
+        train::optimizer_options options;
+        options.groups = groups;
+        if (average) options.average = train::ema{.decay = 0.9f, .warmup = true};  // timm's ModelEmaV3 warm-up
+        train::optimizer opt(m, rule, train::constant_lr{lr}, options);
+        const std::vector<double> start = parameters_of(m);
+        for (int t = 1; t <= 4; ++t) {
+            std::vector<double> g(host_model<P>::flat_numel, 0.0);
+            load_prefixed(m, path, "grad" + std::to_string(t) + ".", &g);
+            for (std::size_t i = 0; i < g.size(); ++i) m.gradients()[i] = convert<typename host_model<P>::gradient_type>(g[i]);
+            opt.step();
+        }
+        std::vector<double> want(host_model<P>::flat_numel, 0.0);
+        load_prefixed(m, path, expected + ".", &want);
+        check_close(parameters_of(m), want, tolerance);
+        if (average) {
+            std::vector<double> want_average(want.size(), 0.0), got(want.size());
+            load_prefixed(m, path, "ema.", &want_average);
+            for (std::size_t i = 0; i < got.size(); ++i) got[i] = opt.average()[i];
+            check_close(got, want_average, tolerance);
+        }
+        return std::pair{start, parameters_of(m)};
+    };
+    // AdamW: layer 0 at a quarter of the rate, 2.weight decaying by 0.3, biases not at all
+    run(f64_policy{}, train::adamw{0.9f, 0.999f, 1e-8f, 0.1f}, 0.01f, example_groups(), "adamw", 1e-6, true);
+    run(fp32{}, train::adamw{0.9f, 0.999f, 1e-8f, 0.1f}, 0.01f, example_groups(), "adamw", 1e-5, true);
+    run(bf16_mixed{}, train::adamw{0.9f, 0.999f, 1e-8f, 0.1f}, 0.01f, example_groups(), "adamw", 1e-2, true);
+    // SGD with momentum: layer 0 frozen by a rate of 0 -- its weights unchanged bit for bit
+    const train::parameter_groups frozen{{{"0.*", 0.0f, {}}}};
+    const auto [start, end] = run(fp32{}, train::sgd{0.9f, 0.0f, 0.02f, false}, 0.05f, frozen, "sgd", 1e-5);
+    host_model<fp32> probe(1);
+    const auto segments = segments_of(probe);
+    for (std::size_t p = 0; p < 2; ++p)  // 0.weight, 0.bias
+        for (std::size_t i = segments[p].first; i < segments[p].first + segments[p].second; ++i)
+            CHECK(std::memcmp(&start[i], &end[i], sizeof(double)) == 0);
+}
+
+TEST_CASE("optimizers: set_groups changes rates in place (gradual unfreezing); what it refuses")
+{
+    host_model<fp32> m(4);
+    train::optimizer_options options;
+    options.groups = train::parameter_groups{{{"0.*", 0.0f, {}}}};
+    train::optimizer opt(m, train::adamw{}, train::constant_lr{1e-2f}, options);
+    const auto segments = segments_of(m);
+    const auto frozen_part = [&] {
+        std::vector<float> v;
+        for (std::size_t p = 0; p < 2; ++p)
+            for (std::size_t i = segments[p].first; i < segments[p].first + segments[p].second; ++i)
+                v.push_back(m.parameters()[i]);
+        return v;
+    };
+    const auto before = frozen_part();
+    const auto head_before = m.parameters()[segments[2].first];
+    for (int t = 0; t < 3; ++t) {
+        fill_gradients(m, 500 + t);
+        opt.step();
+    }
+    CHECK(std::memcmp(frozen_part().data(), before.data(), before.size() * sizeof(float)) == 0);
+    CHECK(m.parameters()[segments[2].first] != head_before);
+
+    // A bad group changes nothing; a good one unfreezes layer 0.
+    CHECK_THROWS_AS(opt.set_groups(train::parameter_groups{{{"9.*", 1.0f, {}}}}), error);
+    CHECK(opt.parameter_settings()[0].second.lr_scale == 0.0f);
+    opt.set_groups(train::parameter_groups{{{"0.*", 0.5f, {}}}});
+    CHECK(opt.parameter_settings()[0].first == "0.weight");
+    CHECK(opt.parameter_settings()[0].second.lr_scale == 0.5f);
+    CHECK(opt.parameter_settings()[1].second.weight_decay == 0.0f);  // a bias
+    CHECK(opt.parameter_settings()[2].second.weight_decay == train::adamw{}.weight_decay);
+    fill_gradients(m, 510);
+    opt.step();
+    const auto after = frozen_part();
+    std::size_t moved = 0;
+    for (std::size_t i = 0; i < before.size(); ++i) moved += after[i] != before[i];
+    CHECK(moved == before.size());
+
+    // Without groups the update reads no table: set_groups says so.
+    host_model<fp32> plain(4);
+    train::optimizer plain_opt(plain, train::adamw{}, train::constant_lr{1e-2f});
+    CHECK(plain_opt.parameter_settings()[1].second.weight_decay == train::adamw{}.weight_decay);  // torch's default
+    CHECK_THROWS_AS(plain_opt.set_groups(train::parameter_groups{}), error);
+}
+
+TEST_CASE_TEMPLATE("optimizers: the weights' moving average, swapped in and out exactly", P, f64_policy, fp32, bf16_mixed)
+{
+    using M = host_model<P>;
+    using S = typename M::storage_type;
+    for (const bool warmup : {false, true}) {
+        CAPTURE(warmup);
+        M m(8);
+        train::optimizer_options options;
+        options.average = train::ema{.decay = 0.8f, .warmup = warmup, .warmup_gamma = 2.0f, .warmup_power = 0.75f};
+        train::optimizer opt(m, train::adamw{}, train::constant_lr{5e-2f}, options);
+        testing::scratch_dir dir("average");
+        std::vector<double> average(M::flat_numel);
+        for (std::size_t i = 0; i < average.size(); ++i) average[i] = opt.master()[i];  // starts at the weights
+        for (int t = 1; t <= 6; ++t) {
+            fill_gradients(m, 700 + t);
+            opt.step();
+            const double decay = 0.8f;  // (as the float the rule holds)
+            const double d = warmup ? std::max(std::min(1 - std::pow(1 + t / 2.0, -0.75), decay), 0.0) : decay;
+            for (std::size_t i = 0; i < average.size(); ++i) average[i] += (1 - d) * (opt.master()[i] - average[i]);
+        }
+        std::vector<double> got(M::flat_numel);
+        for (std::size_t i = 0; i < got.size(); ++i) got[i] = opt.average()[i];
+        check_close(got, average, std::is_same_v<S, f64> ? 1e-12 : 1e-6);
+
+        // In: the model holds the average (rounded to the storage type); out: the same bits as before.
+        const std::vector<S> trained(m.parameters(), m.parameters() + M::flat_numel);
+        {
+            train::average_scope use(opt);
+            CHECK(opt.average_swapped_in());
+            for (std::size_t i = 0; i < got.size(); ++i) CHECK(m.parameters()[i] == convert<S>(got[i]));
+            CHECK_THROWS_AS(opt.step(), error);
+            CHECK_THROWS_AS(opt.save(dir.file("swapped.opt")), error);
+        }
+        CHECK_FALSE(opt.average_swapped_in());
+        CHECK(std::memcmp(trained.data(), m.parameters(), trained.size() * sizeof(S)) == 0);
+    }
+}
+
+TEST_CASE("optimizers: the average in checkpoints; skipped steps and pruned weights leave it as it should be")
+{
+    host_model<fp16_mixed> m(3);
+    train::optimizer_options options;
+    options.average = train::ema{.decay = 0.5f};
+    options.masked = true;
+    train::optimizer opt(m, train::adamw{}, train::constant_lr{1e-2f}, options);
+    const float scale = opt.state().loss_scale;
+    fill_gradients(m, 800, scale);
+    opt.step();
+    std::vector<char> keep(host_model<fp16_mixed>::flat_numel, 1);
+    for (std::size_t i = 0; i < keep.size(); i += 4) keep[i] = 0;
+    opt.masks().from_host(keep);
+    opt.apply_masks();
+    const std::size_t n = host_model<fp16_mixed>::flat_numel;
+    for (std::size_t i = 0; i < n; i += 4) CHECK(opt.average()[i] == 0.0f);
+    const std::vector<float> before(opt.average(), opt.average() + n);
+    m.gradients()[5] = std::numeric_limits<float>::infinity();  // a skipped step does not move it
+    opt.step();
+    CHECK(opt.state().skipped == 1);
+    CHECK(std::memcmp(before.data(), opt.average(), n * sizeof(float)) == 0);
+
+    testing::scratch_dir dir("average");
+    const std::string path = dir.file("average.opt");
+    opt.save(path);
+    fill_gradients(m, 801, scale);
+    opt.step();
+    REQUIRE(std::memcmp(before.data(), opt.average(), n * sizeof(float)) != 0);
+    opt.load(path);
+    CHECK(std::memcmp(before.data(), opt.average(), n * sizeof(float)) == 0);
+    // an optimizer that keeps no average refuses the file (and has no average to swap)
+    host_model<fp16_mixed> twin(3);
+    train::optimizer_options masked_only;
+    masked_only.masked = true;
+    train::optimizer plain(twin, train::adamw{}, train::constant_lr{1e-2f}, masked_only);
+    CHECK_THROWS_AS(plain.load(path), format_error);
+    CHECK_THROWS_AS(plain.swap_average(), error);
+    CHECK_THROWS_AS(plain.average(), error);
+    train::optimizer_options bad;
+    bad.average = train::ema{.decay = 1.5f};
+    CHECK_THROWS_AS(train::optimizer(twin, train::adamw{}, train::constant_lr{1e-2f}, bad), error);
 }

@@ -6,8 +6,11 @@
 // inputs. Outputs are poisoned before every op.
 #include "tensor_testing.hpp"
 
+#include <tenet/io/safetensors.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -86,14 +89,19 @@ layernorm_result layernorm_ref(const std::vector<double>& x, const std::vector<d
 }
 
 // mean over valid rows of -log softmax(x)[label]; 0 without valid rows.
+// Label smoothing e: each row's loss is (1 - e) of that plus e times the
+// mean over its classes of -log softmax(x)[j] (PyTorch's definition).
 double cross_entropy_ref(const std::vector<double>& x, const std::vector<int>& labels, const std::vector<bool>& valid,
-                         std::size_t n)
+                         std::size_t n, double e = 0)
 {
     double sum = 0, count = 0;
     for (std::size_t r = 0; r < labels.size(); ++r) {
         if (!valid[r]) continue;
         const std::vector<double> row(x.begin() + static_cast<long>(r * n), x.begin() + static_cast<long>((r + 1) * n));
-        sum -= softmax_ref(row, n, true)[static_cast<std::size_t>(labels[r])];
+        const std::vector<double> logp = softmax_ref(row, n, true);
+        double uniform = 0;
+        for (const double l : logp) uniform -= l / static_cast<double>(n);
+        sum += (1 - e) * -logp[static_cast<std::size_t>(labels[r])] + e * uniform;
         ++count;
     }
     return count > 0 ? sum / count : 0.0;
@@ -660,7 +668,7 @@ struct labelled_batch {
 };
 
 template <class T, class S>
-void check_cross_entropy_forward(std::uint64_t seed, double offset, double spread)
+void check_cross_entropy_forward(std::uint64_t seed, double offset, double spread, float smoothing = 0)
 {
     constexpr std::size_t n = row_length<S>;
     labelled_batch<S> batch(seed, 3);
@@ -670,34 +678,34 @@ void check_cross_entropy_forward(std::uint64_t seed, double offset, double sprea
     batch.spoil(x);
     testing::poison(probs);
     testing::poison(loss);
-    cross_entropy_forward(loss, probs, x, batch.labels, batch.valid);
+    cross_entropy_forward(loss, probs, x, batch.labels, batch.valid, label_smoothing{smoothing});
     const auto xs = values(x);
-    const double want = cross_entropy_ref(xs, batch.label_list, batch.valid_list, n);
+    const double want = cross_entropy_ref(xs, batch.label_list, batch.valid_list, n, smoothing);
     const auto want_probs = softmax_ref(xs, n, false);
     mismatch_log log;
     expect_close<f32>(log, "loss", 0, loss.data()[0], want, std::fabs(want) + 1, {4, 2 * sum_ulps(n)});
     for (std::size_t i = 0; i < S::numel; ++i)
         expect_close<T>(log, "probs", i, convert<f64>(probs.data()[i]), want_probs[i], 1, {sum_ulps(n), 4});
-    INFO(type_name<T>, " rows of ", n, ", offset ", offset, ", spread ", spread);
+    INFO(type_name<T>, " rows of ", n, ", offset ", offset, ", spread ", spread, ", label smoothing ", smoothing);
     CHECK(std::isfinite(loss.data()[0]));
     CHECK_NO_MISMATCH(log);
 }
 
 template <class T>
-void check_cross_entropy_shapes(double offset, double spread)
+void check_cross_entropy_shapes(double offset, double spread, float smoothing = 0)
 {
-    check_cross_entropy_forward<T, Shape<4, 1>>(80, offset, spread);
-    check_cross_entropy_forward<T, Shape<9, 7>>(81, offset, spread);
-    check_cross_entropy_forward<T, Shape<6, 33>>(82, offset, spread);
-    check_cross_entropy_forward<T, Shape<4, 1500>>(83, offset, spread);
-    check_cross_entropy_forward<T, Shape<6, 32>>(85, offset, spread);
-    check_cross_entropy_forward<T, Shape<2, 3, 10>>(84, offset, spread);
+    check_cross_entropy_forward<T, Shape<4, 1>>(80, offset, spread, smoothing);
+    check_cross_entropy_forward<T, Shape<9, 7>>(81, offset, spread, smoothing);
+    check_cross_entropy_forward<T, Shape<6, 33>>(82, offset, spread, smoothing);
+    check_cross_entropy_forward<T, Shape<4, 1500>>(83, offset, spread, smoothing);
+    check_cross_entropy_forward<T, Shape<6, 32>>(85, offset, spread, smoothing);
+    check_cross_entropy_forward<T, Shape<2, 3, 10>>(84, offset, spread, smoothing);
 }
 
 // dlogits (with scale s) against s * finite differences of the loss; padding
 // rows' gradients exactly 0.
 template <class T, class S, class Scale>
-void check_cross_entropy_gradient(std::uint64_t seed, const Scale& scale, double s)
+void check_cross_entropy_gradient(std::uint64_t seed, const Scale& scale, double s, float smoothing = 0)
 {
     constexpr std::size_t n = row_length<S>;
     labelled_batch<S> batch(seed, 3);
@@ -705,17 +713,17 @@ void check_cross_entropy_gradient(std::uint64_t seed, const Scale& scale, double
     Tensor<f32, Shape<>, Host> loss;
     fill_normal(x, seed, 0, 2);
     testing::poison(dx);
-    cross_entropy_forward(loss, probs, x, batch.labels, batch.valid);
-    cross_entropy_backward(dx, probs, batch.labels, batch.valid, scale);
+    cross_entropy_forward(loss, probs, x, batch.labels, batch.valid, label_smoothing{smoothing});
+    cross_entropy_backward(dx, probs, batch.labels, batch.valid, scale, label_smoothing{smoothing});
     auto want = central_differences(values(x), [&](const std::vector<double>& v) {
-        return cross_entropy_ref(v, batch.label_list, batch.valid_list, n);
+        return cross_entropy_ref(v, batch.label_list, batch.valid_list, n, smoothing);
     });
     for (double& w : want) w *= s;
     mismatch_log log;
     expect_gradient(log, "dlogits", values(dx), want, gradient_tolerance<T>(n));
     for (std::size_t i = 0; i < S::numel; ++i)
         if (!batch.valid_list[i / n] && dx.data()[i] != T(0)) log.add("padding dlogits[%zu] not 0", i);
-    INFO(type_name<T>, " rows of ", n, ", scale ", s);
+    INFO(type_name<T>, " rows of ", n, ", scale ", s, ", label smoothing ", smoothing);
     CHECK_NO_MISMATCH(log);
 }
 
@@ -764,6 +772,75 @@ TEST_CASE_TEMPLATE("cross-entropy backward matches central finite differences", 
     check_cross_entropy_gradient<T, Shape<4, 1>>(92, 1.0f, 1.0);
     check_cross_entropy_gradient<T, Shape<2, 3, 10>>(93, scale, 0.25);  // scale read from a rank-0 tensor
     check_cross_entropy_gradient<T, Shape<6, 33>>(94, scale * 2.0f, 0.5);  // ... or expression
+}
+
+TEST_CASE_TEMPLATE("cross-entropy with label smoothing matches float64 and finite differences", T, f32, bf16, f16)
+{
+    for (const float e : {0.1f, 0.37f, 1.0f}) {
+        check_cross_entropy_shapes<T>(0, 2, e);
+        check_cross_entropy_shapes<T>(1e4, 3, e);  // the class mean relative to the max keeps its digits
+        check_cross_entropy_shapes<T>(0, 1e4, e);
+    }
+    if constexpr (std::is_same_v<T, f32>) {
+        for (const float e : {0.1f, 0.6f, 1.0f}) {
+            check_cross_entropy_gradient<f32, Shape<9, 7>>(95, 1.0f, 1.0, e);
+            check_cross_entropy_gradient<f64, Shape<6, 33>>(96, 2.0f, 2.0, e);
+            check_cross_entropy_gradient<f64, Shape<2, 3, 10>>(97, 1.0f, 1.0, e);
+        }
+    }
+}
+
+TEST_CASE("cross-entropy: label smoothing 0 is the plain loss bit for bit; outside [0, 1] it throws")
+{
+    using S = Shape<6, 33>;
+    labelled_batch<S> batch(98, 3);
+    Tensor<f32, S, Host> x, probs, dx, plain_dx;
+    Tensor<f32, Shape<>, Host> loss, plain_loss;
+    fill_normal(x, 98, 0, 2);
+    cross_entropy_forward(plain_loss, probs, x, batch.labels, batch.valid);
+    cross_entropy_backward(plain_dx, probs, batch.labels, batch.valid, 1.0f);
+    cross_entropy_forward(loss, probs, x, batch.labels, batch.valid, label_smoothing{0.0f});
+    cross_entropy_backward(dx, probs, batch.labels, batch.valid, 1.0f, label_smoothing{0.0f});
+    CHECK(std::memcmp(loss.data(), plain_loss.data(), sizeof(f32)) == 0);
+    CHECK(std::memcmp(dx.data(), plain_dx.data(), sizeof(f32) * S::numel) == 0);
+    testing::poison(loss);
+    f32 before;
+    std::memcpy(&before, loss.data(), sizeof before);
+    for (const float bad : {-0.01f, 1.5f, NAN}) {
+        CHECK_THROWS_AS(cross_entropy_forward(loss, probs, x, batch.labels, batch.valid, label_smoothing{bad}), error);
+        CHECK_THROWS_AS(cross_entropy_backward(dx, probs, batch.labels, batch.valid, 1.0f, label_smoothing{bad}),
+                        error);
+        using bound = train::softmax_cross_entropy::bound<fp32, S, Host>;
+        CHECK_THROWS_AS(bound(train::softmax_cross_entropy{bad}), error);
+    }
+    CHECK(std::memcmp(&before, loss.data(), sizeof(f32)) == 0);  // nothing written
+}
+
+TEST_CASE("cross-entropy with label smoothing matches PyTorch (fixture)")
+{
+    // tests/fixtures/pytorch/make_recipes_fixture.py: CrossEntropyLoss(
+    // label_smoothing=0.2, ignore_index=-100), rows 2 and 5 ignored (padding).
+    using S = Shape<6, 7>;
+    const std::string path = std::string(TENET_TEST_FIXTURES) + "/pytorch/recipes.safetensors";
+    Tensor<f32, S, Host> logits, probs, dlogits, want_grad;
+    Tensor<i32, Shape<6>, Host> labels;
+    Tensor<bool, Shape<6>, Host> valid;
+    Tensor<f32, Shape<>, Host> loss, want_loss;
+    io::load_tensor(path, "ls.logits", logits.data(), std::vector<std::size_t>{6, 7});
+    io::load_tensor(path, "ls.labels", labels.data(), std::vector<std::size_t>{6});
+    io::load_tensor(path, "ls.loss", want_loss.data(), std::vector<std::size_t>{});
+    io::load_tensor(path, "ls.grad", want_grad.data(), std::vector<std::size_t>{6, 7});
+    for (std::size_t r = 0; r < 6; ++r) valid.data()[r] = labels.data()[r] != -100;
+    REQUIRE(!valid.data()[2]);
+    testing::poison(loss);
+    testing::poison(dlogits);
+    cross_entropy_forward(loss, probs, logits, labels, valid, label_smoothing{0.2f});
+    cross_entropy_backward(dlogits, probs, labels, valid, 1.0f, label_smoothing{0.2f});
+    CHECK(loss.data()[0] == doctest::Approx(want_loss.data()[0]).epsilon(1e-6));
+    for (std::size_t i = 0; i < S::numel; ++i) {
+        CAPTURE(i);
+        CHECK(dlogits.data()[i] == doctest::Approx(want_grad.data()[i]).epsilon(1e-5).scale(1e-6));
+    }
 }
 
 TEST_CASE_TEMPLATE("cross-entropy backward matches its float64 formula", T, f32, bf16, f16)

@@ -381,3 +381,78 @@ TEST_CASE("trainer with a communicator: a device-memory communicator or an empty
     options.bucket_bytes = 1024;
     CHECK_THROWS_AS(train::trainer(wide, train::sgd{}, train::constant_lr{1e-2f}, options), tenet::error);
 }
+
+TEST_CASE("trainer: a frozen backbone with parameter groups, label smoothing and a weight average, under "
+          "accumulation, ZeRO-1 and checkpoints")
+{
+    using frozen_spec = nn::Sequential<nn::Frozen<nn::Linear<features, 32>>, nn::ReLU, nn::Linear<32, classes>>;
+    using M = nn::model<frozen_spec, bf16_mixed, Shape<16, features>, Host>;
+    constexpr std::size_t trainable = M::trainable_numel;
+    static_assert(trainable < M::flat_numel);
+    const task data = make_task(16 * 8 + 3, 14);
+    M plain_model(4), zero_model(4);
+    train::trainer_options options;
+    options.accumulation_steps = 2;
+    options.optimizer.groups = train::parameter_groups{{{"2.weight", 0.5f, 0.05f}}};
+    options.optimizer.average = train::ema{.decay = 0.9f};
+    const train::softmax_cross_entropy smoothed{0.1f};
+    train::trainer plain(plain_model, train::adamw{}, train::constant_lr{1e-2f}, options, smoothed);
+    recording_communicator comm;
+    train::trainer_options sharded = options;
+    sharded.communicator = &comm;
+    sharded.zero = true;
+    train::trainer zero(zero_model, train::adamw{}, train::constant_lr{1e-2f}, sharded, smoothed);
+    CHECK(zero.optimizer().shard() == train::parameter_shard::whole(trainable));
+    const std::vector<bf16> start(plain_model.parameters(), plain_model.parameters() + M::flat_numel);
+    host_batch<bf16, 16> b;
+    double first_loss = 0, last_loss = 0;
+    for (int epoch = 0; epoch < 6; ++epoch) {
+        for (std::size_t step = 0; step < 9; ++step) {
+            comm.calls.clear();
+            b.fill(data, step * 16);
+            plain.step(b.x, b.labels, b.valid);
+            zero.step(b.x, b.labels, b.valid);
+            for (const auto& c : comm.calls) {
+                if (c.what == "reduce_scatter") CHECK(c.n == trainable);  // no frozen gradients travel
+                if (c.what == "all_gather") CHECK(c.n == trainable * sizeof(bf16));
+            }
+        }
+        last_loss = plain.end_epoch().mean_loss;
+        zero.end_epoch();
+        if (epoch == 0) first_loss = last_loss;
+    }
+    CHECK(last_loss < 0.9 * first_loss);  // the head learns on the frozen random features
+    CHECK(parameters_of(zero_model) == parameters_of(plain_model));
+    CHECK(std::memcmp(start.data() + trainable, plain_model.parameters() + trainable,
+                      (M::flat_numel - trainable) * sizeof(bf16)) == 0);  // the backbone bit for bit
+
+    // The average in (gathered under zero) and out again, exactly.
+    const auto trained = parameters_of(plain_model);
+    {
+        comm.calls.clear();
+        train::average_scope in_plain(plain), in_zero(zero);
+        CHECK(parameters_of(plain_model) != trained);
+        CHECK(parameters_of(zero_model) == parameters_of(plain_model));
+        CHECK(std::count_if(comm.calls.begin(), comm.calls.end(), [](const auto& c) { return c.what == "all_gather"; }) == 1);
+        CHECK_THROWS_AS(plain.step(b.x, b.labels, b.valid), tenet::error);
+        b.fill(data, 0);
+        plain.evaluate(b.x, b.labels, b.valid);
+    }
+    CHECK(parameters_of(plain_model) == trained);
+    CHECK(parameters_of(zero_model) == trained);
+
+    const std::string path = temp_path("frozen.ckpt");
+    plain.save(path);
+    const auto saved = parameters_of(plain_model);
+    b.fill(data, 0);
+    plain.step(b.x, b.labels, b.valid);
+    plain.step(b.x, b.labels, b.valid);
+    REQUIRE(parameters_of(plain_model) != saved);
+    plain.load(path);
+    CHECK(parameters_of(plain_model) == saved);
+    // the unfrozen model's trainer refuses it (another layout)
+    model_t<bf16_mixed, 16> unfrozen(4);
+    train::trainer other(unfrozen, train::adamw{}, train::constant_lr{1e-2f});
+    CHECK_THROWS_AS(other.load(path), tenet::format_error);
+    std::remove(path.c_str());
+}

@@ -16,7 +16,8 @@
 //     for_each_parameter(f, prefix)  f(name, value view, gradient view)
 //   and, for a layer with buffers (state that is not a parameter: BatchNorm's
 //   running statistics), buffer_numel (f32 elements it takes from the model's
-//   flat buffer store, padded) and for_each_buffer(f, prefix): f(name, view).
+//   flat buffer store, padded) and for_each_buffer(f, prefix): f(name, view);
+//   with frozen parameters (nn::Frozen), frozen_numel (see parameter_slice).
 // Shapes, byte counts and parameter layout are all compile-time. The
 // concepts layer_spec and layer below state this; Sequential and model check
 // every layer against it (detail::check_layer_spec: one tenet: line naming a
@@ -61,13 +62,15 @@ constexpr std::size_t padded_numel(std::size_t n)
 }
 
 // The part of the model's flat parameter and gradient buffers that a layer
-// takes, handed out in order.
+// takes, handed out in order. The trainable parameters come first; frozen
+// ones (nn::Frozen) from a block after them, which no gradient shadows.
 template <class Value, class Gradient>
 class parameter_slice {
 public:
     parameter_slice(Value* values, Gradient* gradients, std::uint64_t first_stream, std::byte* recompute_arena = nullptr,
-                    f32* buffers = nullptr)
-        : values_(values), gradients_(gradients), stream_(first_stream), arena_(recompute_arena), buffers_(buffers)
+                    f32* buffers = nullptr, Value* frozen = nullptr)
+        : values_(values), gradients_(gradients), stream_(first_stream), arena_(recompute_arena), buffers_(buffers),
+          frozen_(frozen)
     {
     }
 
@@ -79,8 +82,23 @@ public:
         auto gradient = make_view<S, Place>(gradients_);
         values_ += padded_numel<Value>(S::numel);
         if (gradients_ != nullptr) gradients_ += padded_numel<Value>(S::numel);  // same element offsets
+        trainable_taken_ = true;
         return std::pair{value, gradient};
     }
+
+    // The next frozen parameter: its gradient view over `gradient` (or null).
+    template <class S, class Place>
+    auto take_frozen(Gradient* gradient)
+    {
+        auto value = make_view<S, Place>(frozen_);
+        frozen_ += padded_numel<Value>(S::numel);
+        return std::pair{value, make_view<S, Place>(gradient)};
+    }
+
+    // Whether a trainable parameter was handed out before (layers bind in
+    // forward order): if not, a Frozen layer is in a frozen prefix.
+    bool trainable_taken() const { return trainable_taken_; }
+    bool has_gradients() const { return gradients_ != nullptr; }
 
     // The next buffer of shape S (f32, saved with the model, never touched by
     // an optimizer), as a writable view.
@@ -125,7 +143,9 @@ private:
     std::uint64_t stream_;
     std::byte* arena_;
     f32* buffers_;
+    Value* frozen_;
     std::byte* keep_at_ = nullptr;
+    bool trainable_taken_ = false;
 };
 
 // kept_tensor<T, S, Place>: an activation a layer keeps from its forward for
@@ -219,6 +239,20 @@ inline constexpr std::size_t buffer_numel_v = 0;
 template <class L>
     requires requires { L::buffer_numel; }
 inline constexpr std::size_t buffer_numel_v<L> = L::buffer_numel;
+
+// Elements of the model's frozen block a layer takes (nn::Frozen; else 0).
+template <class L>
+inline constexpr std::size_t frozen_numel_v = 0;
+template <class L>
+    requires requires { L::frozen_numel; }
+inline constexpr std::size_t frozen_numel_v<L> = L::frozen_numel;
+
+// Frozen parameters' elements (without padding) a layer holds.
+template <class L>
+inline constexpr std::size_t frozen_count_v = 0;
+template <class L>
+    requires requires { L::frozen_count; }
+inline constexpr std::size_t frozen_count_v<L> = L::frozen_count;
 
 // What every forward and backward of one step shares.
 struct step_info {

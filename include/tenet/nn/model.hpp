@@ -91,15 +91,19 @@ public:
     // what the forward keeps for the backward (the output included).
     static constexpr std::size_t parameter_count = layer_type::parameter_count;
     static constexpr std::size_t parameter_bytes = parameter_count * sizeof(storage_type);
-    static constexpr std::size_t gradient_bytes = P::trainable ? parameter_count * sizeof(gradient_type) : 0;
+    static constexpr std::size_t gradient_bytes =
+        P::trainable ? (parameter_count - frozen_count_v<layer_type>) * sizeof(gradient_type) : 0;
     // (recompute_bytes: the arena Checkpointed segments share, counted in activation_bytes)
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<layer_type>;
     // Host memory Offloaded segments keep their activations in (not counted in activation_bytes).
     static constexpr std::size_t offloaded_bytes = offloaded_bytes_v<layer_type>;
     static constexpr std::size_t activation_bytes = layer_type::activation_bytes + output_tensor::bytes + recompute_bytes;
     static constexpr std::size_t activation_gradient_bytes = layer_type::activation_gradient_bytes;
-    // Length of the flat buffers (padding included).
-    static constexpr std::size_t flat_numel = layer_type::parameter_numel;
+    // The flat parameter buffer (padding included): the trainable parameters,
+    // which gradients and optimizer state shadow, then the frozen ones.
+    static constexpr std::size_t trainable_numel = layer_type::parameter_numel;
+    static constexpr std::size_t frozen_numel = frozen_numel_v<layer_type>;
+    static constexpr std::size_t flat_numel = trainable_numel + frozen_numel;
     // f32 elements of the buffer store (BatchNorm's running statistics;
     // padding included): saved with the parameters, never optimised.
     static constexpr std::size_t buffer_numel = buffer_numel_v<layer_type>;
@@ -108,7 +112,7 @@ public:
 
     model(std::uint64_t seed, stream_ref s)
         : values_(flat_numel, s),
-          gradients_(P::trainable ? flat_numel : 0, s),  // inference keeps no gradients
+          gradients_(P::trainable ? trainable_numel : 0, s),  // inference keeps no gradients
           recompute_(recompute_bytes, s),
           buffers_(buffer_numel, s),
           parameters_(values_.data()),
@@ -350,6 +354,8 @@ public:
     const output_tensor& output() const { return output_; }
 
     storage_type* parameters() { return parameters_; }
+    // Whether a parameter's data lies in the frozen block (nn::Frozen).
+    bool is_frozen(const storage_type* p) const { return p >= parameters_ + trainable_numel && p < parameters_ + flat_numel; }
     const storage_type* parameters() const { return parameters_; }
     gradient_type* gradients() { return gradients_.data(); }
     // The flat f32 store of every buffer (buffer_numel elements; null without any).
@@ -413,12 +419,13 @@ public:
     std::string signature() { return std::string("tenet-model/") + element_name<storage_type> + ":" + parameter_list(); }
 
     // Every parameter's name and shape, then every buffer's:
-    // " 0.weight[256,784] 0.bias[256] ... buffers: 1.running_mean[32] ...".
+    // " 0.weight[256,784] 0.bias[256] ... buffers: 1.running_mean[32] ..."
+    // (a frozen parameter's "[...]frozen": it lies elsewhere in the buffer).
     std::string parameter_list()
     {
         std::string s;
         for_each_parameter([&](const std::string& name, auto value, auto) {
-            s += " " + name + shape_text(typename decltype(value)::shape{});
+            s += " " + name + shape_text(typename decltype(value)::shape{}) + (is_frozen(value.data()) ? "frozen" : "");
         });
         if constexpr (buffer_numel > 0) {
             s += " buffers:";
@@ -513,7 +520,8 @@ private:
 
     static layer_type bind(storage_type* values, gradient_type* gradients, std::byte* recompute, f32* buffers)
     {
-        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute, buffers);
+        parameter_slice<storage_type, gradient_type> slice(values, gradients, 0, recompute, buffers,
+                                                           values + trainable_numel);
         return layer_type(slice);
     }
 
@@ -521,7 +529,8 @@ private:
     {
         if constexpr (flat_numel > 0) {
             assign(make_view<Shape<flat_numel>, Place>(values_.data()), 0);
-            if constexpr (P::trainable) assign(make_view<Shape<flat_numel>, Place>(gradients_.data()), 0);
+            if constexpr (P::trainable && trainable_numel > 0)
+                assign(make_view<Shape<trainable_numel>, Place>(gradients_.data()), 0);
         }
         if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }

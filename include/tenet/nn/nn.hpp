@@ -1,7 +1,7 @@
 // tenet::nn layers: Linear, activations, LayerNorm, Dropout, Conv2d, pooling,
 // BatchNorm2d, Flatten, Embedding, PositionalEmbedding, MeanPool, Residual,
 // MultiHeadAttention, TransformerEncoderLayer, PatchEmbed, LastToken,
-// Sequential, the owning model, mode_scope, and initialisers. See
+// Sequential, Frozen, the owning model, mode_scope, and initialisers. See
 // layer.hpp for the protocol, parameterised_layer.hpp for a user's layer's base.
 #pragma once
 
@@ -12,6 +12,7 @@
 #include "dropout.hpp"
 #include "embedding.hpp"
 #include "flatten.hpp"
+#include "frozen.hpp"
 #include "init.hpp"
 #include "layer.hpp"
 #include "layernorm_layer.hpp"

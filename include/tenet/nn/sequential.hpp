@@ -45,6 +45,10 @@ inline constexpr std::size_t list_size = 0;
 template <class... T>
 inline constexpr std::size_t list_size<type_list<T...>> = sizeof...(T);
 
+// A layer that trains nothing: no trainable parameters (frozen, or none).
+template <class L>
+inline constexpr bool trains_nothing_v = L::parameter_numel == 0;
+
 namespace detail {
 
 // A unit with the index of the spec it came from (for parameter names).
@@ -248,6 +252,8 @@ public:
     static constexpr std::size_t parameter_count = (std::size_t{0} + ... + child_t<I>::parameter_count);
     static constexpr std::size_t parameter_numel = (std::size_t{0} + ... + child_t<I>::parameter_numel);
     static constexpr std::size_t buffer_numel = (std::size_t{0} + ... + buffer_numel_v<child_t<I>>);
+    static constexpr std::size_t frozen_numel = (std::size_t{0} + ... + frozen_numel_v<child_t<I>>);
+    static constexpr std::size_t frozen_count = (std::size_t{0} + ... + frozen_count_v<child_t<I>>);
     static constexpr std::size_t activation_bytes =
         Recompute ? children_resident_bytes : between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
@@ -381,6 +387,16 @@ private:
         else return std::get<K>(activations_).view();
     }
 
+    // Whether children [0, K) train nothing (frozen, or without parameters).
+    template <std::size_t K>
+    static constexpr bool nothing_trains_before = [] {
+        bool none = true;
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+            ((none = none && trains_nothing_v<child_t<J>>), ...);
+        }(std::make_index_sequence<K>{});
+        return none;
+    }();
+
     // The gradient of child K's output.
     template <std::size_t K, class DY>
     auto output_gradient(const DY& dy)
@@ -390,12 +406,18 @@ private:
         else return std::get<K>(*gradients_).view();
     }
 
+    // A frozen prefix (children [0, K) train nothing, and no gradient is
+    // wanted of the input) is not gone through at all: child K is the last
+    // whose backward runs, and computes no input gradient.
     template <std::size_t K, class DY, class DX, class Prev>
     void backward_from(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         auto& child = std::get<K>(children_);
         if constexpr (K == 0) {
             child.backward(output_gradient<K>(dy), dx, step, prev);
+        } else if constexpr (is_no_input_gradient<DX> && nothing_trains_before<K>) {
+            no_previous_layer none;
+            child.backward(output_gradient<K>(dy), dx, step, none);
         } else {
             if constexpr (!gradient_aliased<K>)
                 child.backward(output_gradient<K>(dy), output_gradient<K - 1>(dy), step, std::get<K - 1>(children_));

@@ -7,6 +7,12 @@
 //   cross_entropy_backward(dlogits, probs, labels, valid, scale);
 //       dlogits = scale * (probs - onehot(label)) / (valid rows)  on valid rows
 //
+// Label smoothing (a trailing label_smoothing{e}, PyTorch's
+// CrossEntropyLoss(label_smoothing=e)): the target is (1 - e) onehot + e / N,
+//       loss    = mean of (1 - e) (-log p[label]) + e * mean_j(-log p[j])
+//       dlogits = scale * (probs - (1 - e) onehot - e / N) / (valid rows)
+// e in [0, 1] (else tenet::error); 0 is the plain loss, bit for bit.
+//
 // logits [rows..., N]; labels i32 [rows...]; valid [rows...] of any type, a
 // row counting when its entry is nonzero (bool masks, 0/1 floats); loss a
 // rank-0 tensor. The overloads without `valid` count every row. scale is a
@@ -53,31 +59,50 @@ struct cross_entropy_row {
     using reduced = A;
 
     template <class Team, class Share, class Out, class A = typename Share::scalar>
-    TENET_HD static A run(const Team& team, const Share& x, const Out& probs, i32 label, bool valid)
+    TENET_HD static A run(const Team& team, const Share& x, const Out& probs, i32 label, bool valid, A smoothing)
     {
         const bool in_range = label_in_range<Share::length>(label);
         // read before anything is written: probs may be the logits' own memory
         const A picked = valid && in_range ? x.at(static_cast<typename Share::index>(label))[0] : A(0);
         const A m = row_max(team, x);
+        // smoothing: e * mean_j(m - x_j), each term >= 0 (so is m - picked)
+        const A spread =
+            smoothing != A(0)
+                ? smoothing * x.combine(team, A(0), add{}, [&](auto, auto, const auto& v) { return m - v[0]; }) /
+                      A(Share::length)
+                : A(0);
         const A s = x.write_normalized(team, probs, [&](auto, auto, const auto& v) { return math::exp(v[0] - m); });
         if (!valid) return A(0);
         if (!in_range) return numeric_traits<A>::quiet_nan();
-        return (m - picked) + math::log(s);
+        const A nll = (m - picked) + math::log(s);
+        return smoothing != A(0) ? (A(1) - smoothing) * (m - picked) + spread + math::log(s) : nll;
     }
 };
 
 // One row of the backward; channels (probs). k = scale / (valid rows).
 struct cross_entropy_backward_row {
     template <class Share, class Out, class A = typename Share::scalar>
-    TENET_HD static void run(const Share& p, const Out& dlogits, i32 label, bool valid, A k)
+    TENET_HD static void run(const Share& p, const Out& dlogits, i32 label, bool valid, A k, A smoothing)
     {
         const A factor = label_in_range<Share::length>(label) ? k : numeric_traits<A>::quiet_nan();
+        // the target: hot at the label, floor elsewhere (1 and 0 unsmoothed)
+        const A floor = smoothing / A(Share::length);
+        const A hot = (A(1) - smoothing) + floor;
         p.write(dlogits, [&](auto column, auto, const auto& v) {
-            const A hot = static_cast<long long>(column) == label ? A(1) : A(0);
-            return valid ? factor * (v[0] - hot) : A(0);
+            const A target = static_cast<long long>(column) == label ? hot : floor;
+            return valid ? factor * (v[0] - target) : A(0);
         });
     }
 };
+
+// PyTorch's label_smoothing, checked on the host before a kernel runs.
+template <class A>
+A checked_smoothing(float e)
+{
+    if (!(e >= 0.0f && e <= 1.0f))
+        throw error("tenet: cross_entropy: label_smoothing " + std::to_string(e) + " must lie in [0, 1]");
+    return A(e);
+}
 
 // Host: a label out of range on a valid row is an error (thrown before
 // anything is written).
@@ -115,6 +140,7 @@ struct cross_entropy_forward_body {
     Labels labels;
     Valid valid;
     Loss loss;
+    A smoothing;
     A* row_loss;
     unsigned* arrivals;
 
@@ -126,7 +152,7 @@ struct cross_entropy_forward_body {
         for_team_rows<Plan>([&](std::size_t row) {
             const A l = cross_entropy_row::run(team, row_share<Plan, In>(in, row, team.rank()), probs,
                                                row_value<Plan::rows>(labels, row),
-                                               is_set(row_value<Plan::rows>(valid, row)));
+                                               is_set(row_value<Plan::rows>(valid, row)), smoothing);
             if (team.rank() == 0) row_loss[row] = l;
         });
         if (last_block_to_arrive(arrivals)) store_mean_loss<Plan::block, Plan::rows>(row_loss, valid, loss, A(1));
@@ -142,6 +168,7 @@ struct cross_entropy_backward_body {
     Labels labels;
     Valid valid;
     Scale scale;
+    A smoothing;
     bool valid_vector;  // the mask's chunks are aligned for vector loads
 
     __device__ void operator()() const
@@ -151,7 +178,7 @@ struct cross_entropy_backward_body {
         for_team_rows<Plan>([&](std::size_t row) {
             cross_entropy_backward_row::run(row_share<Plan, In>(in, row, team_rank<Plan>()), dlogits,
                                             row_value<Plan::rows>(labels, row),
-                                            is_set(row_value<Plan::rows>(valid, row)), k);
+                                            is_set(row_value<Plan::rows>(valid, row)), k, smoothing);
         });
     }
 };
@@ -159,7 +186,8 @@ struct cross_entropy_backward_body {
 
 template <class S, class Context, class In, class Probs, class Labels, class Valid, class Loss>
 void run_cross_entropy_forward([[maybe_unused]] Context& context, const In& in, const Probs& probs,
-                               const Labels& labels, const Valid& valid, const Loss& loss)
+                               const Labels& labels, const Valid& valid, const Loss& loss,
+                               typename In::scalar smoothing)
 {
     using geometry = row_geometry<S>;
     using A = typename In::scalar;
@@ -170,7 +198,8 @@ void run_cross_entropy_forward([[maybe_unused]] Context& context, const In& in, 
         std::vector<A> row_loss(rows);
         host_for_rows<rows, length>([&](std::size_t row) {
             row_loss[row] = cross_entropy_row::run(serial_team{}, row_share<plan, In>(in, row, 0), probs,
-                                                   row_value<rows>(labels, row), is_set(row_value<rows>(valid, row)));
+                                                   row_value<rows>(labels, row), is_set(row_value<rows>(valid, row)),
+                                                   smoothing);
         });
         host_store_mean_loss<rows>(row_loss, valid, loss, A(1));
     } else {
@@ -179,7 +208,7 @@ void run_cross_entropy_forward([[maybe_unused]] Context& context, const In& in, 
         with_plan<plans>(aligned_for<plans>(in, probs), [&](auto plan) {
             using body = cross_entropy_forward_body<decltype(plan), In, Probs, Labels, Valid, Loss>;
             finish_scratch<A> scratch(rows, context.stream());
-            launch_rows(body{in, probs, labels, valid, loss, scratch.partials.data(), scratch.arrivals.data()},
+            launch_rows(body{in, probs, labels, valid, loss, smoothing, scratch.partials.data(), scratch.arrivals.data()},
                         row_grid<body>(), context.stream());
         });
 #endif
@@ -188,7 +217,8 @@ void run_cross_entropy_forward([[maybe_unused]] Context& context, const In& in, 
 
 template <class S, class Context, class In, class Dlogits, class Labels, class Valid, class Scale>
 void run_cross_entropy_backward([[maybe_unused]] Context& context, const In& in, const Dlogits& dlogits,
-                                const Labels& labels, const Valid& valid, const Scale& scale)
+                                const Labels& labels, const Valid& valid, const Scale& scale,
+                                typename In::scalar smoothing)
 {
     using geometry = row_geometry<S>;
     using A = typename In::scalar;
@@ -201,7 +231,7 @@ void run_cross_entropy_backward([[maybe_unused]] Context& context, const In& in,
         using plan = host_plan<rows, length>;
         host_for_rows<rows, length>([&](std::size_t row) {
             cross_entropy_backward_row::run(row_share<plan, In>(in, row, 0), dlogits, row_value<rows>(labels, row),
-                                            is_set(row_value<rows>(valid, row)), k);
+                                            is_set(row_value<rows>(valid, row)), k, smoothing);
         });
     } else {
 #if TENET_CUDA_COMPILER
@@ -209,14 +239,15 @@ void run_cross_entropy_backward([[maybe_unused]] Context& context, const In& in,
         with_plan<plans>(aligned_for<plans>(in, dlogits), [&](auto plan) {
             using body = cross_entropy_backward_body<decltype(plan), In, Dlogits, Labels, Valid, Scale>;
             const bool valid_vector = valid.template aligned<valid_chunk<Valid>>();
-            launch_rows(body{in, dlogits, labels, valid, scale, valid_vector}, row_grid<body>(), context.stream());
+            launch_rows(body{in, dlogits, labels, valid, scale, smoothing, valid_vector}, row_grid<body>(),
+                        context.stream());
         });
 #endif
     }
 }
 
 template <class Loss, class Probs, class Logits, class Labels, class Valid>
-void cross_entropy_forward(Loss& loss, Probs& probs, Logits&& logits, Labels&& labels, Valid&& valid)
+void cross_entropy_forward(Loss& loss, Probs& probs, Logits&& logits, Labels&& labels, Valid&& valid, float smoothing)
 {
     constexpr name op = name::cross_entropy_forward;
     auto loss_view = destination_view(loss);
@@ -242,12 +273,13 @@ void cross_entropy_forward(Loss& loss, Probs& probs, Logits&& logits, Labels&& l
         const auto out = probs_view.prepare(context);
         const auto lo = loss_view.prepare(context);
         check_row_operands(make_value_pack(out, lo), in, l, v);
-        run_cross_entropy_forward<S>(context, in, out, l, v, lo);
+        run_cross_entropy_forward<S>(context, in, out, l, v, lo, checked_smoothing<typename decltype(in)::scalar>(smoothing));
     }
 }
 
 template <class Dlogits, class Probs, class Labels, class Valid, class Scale>
-void cross_entropy_backward(Dlogits& dlogits, Probs&& probs, Labels&& labels, Valid&& valid, Scale&& scale)
+void cross_entropy_backward(Dlogits& dlogits, Probs&& probs, Labels&& labels, Valid&& valid, Scale&& scale,
+                            float smoothing)
 {
     constexpr name op = name::cross_entropy_backward;
     auto out_view = destination_view(dlogits);
@@ -273,36 +305,45 @@ void cross_entropy_backward(Dlogits& dlogits, Probs&& probs, Labels&& labels, Va
         const auto k = scale_n.prepare(context);
         const auto out = out_view.prepare(context);
         check_row_operands(make_value_pack(out), in, l, v, k);
-        run_cross_entropy_backward<S>(context, in, out, l, v, k);
+        run_cross_entropy_backward<S>(context, in, out, l, v, k, checked_smoothing<typename decltype(in)::scalar>(smoothing));
     }
 }
 
 }  // namespace detail::rowwise
 
+// PyTorch's CrossEntropyLoss(label_smoothing=epsilon): a trailing argument of
+// the forward and the backward (give both the same).
+struct label_smoothing {
+    float epsilon = 0.0f;
+};
+
 template <row_destination Loss, row_destination Probs, class Logits, class Labels, class Valid>
     requires(expression<std::decay_t<Logits>> && expression<std::decay_t<Labels>> && expression<std::decay_t<Valid>>)
-void cross_entropy_forward(Loss&& loss, Probs&& probs, Logits&& logits, Labels&& labels, Valid&& valid)
+void cross_entropy_forward(Loss&& loss, Probs&& probs, Logits&& logits, Labels&& labels, Valid&& valid,
+                           label_smoothing smoothing = {})
 {
     detail::rowwise::cross_entropy_forward(loss, probs, std::forward<Logits>(logits), std::forward<Labels>(labels),
-                                           std::forward<Valid>(valid));
+                                           std::forward<Valid>(valid), smoothing.epsilon);
 }
 
 // Every row valid.
 template <row_destination Loss, row_destination Probs, class Logits, class Labels>
     requires(expression<std::decay_t<Logits>> && expression<std::decay_t<Labels>>)
-void cross_entropy_forward(Loss&& loss, Probs&& probs, Logits&& logits, Labels&& labels)
+void cross_entropy_forward(Loss&& loss, Probs&& probs, Logits&& logits, Labels&& labels,
+                           label_smoothing smoothing = {})
 {
     using S = typename node_t<Logits>::shape;
     detail::rowwise::cross_entropy_forward(loss, probs, std::forward<Logits>(logits), std::forward<Labels>(labels),
-                                           detail::rowwise::all_rows_valid<S>());
+                                           detail::rowwise::all_rows_valid<S>(), smoothing.epsilon);
 }
 
 template <row_destination Dlogits, class Probs, class Labels, class Valid, row_scale Scale>
     requires(expression<std::decay_t<Probs>> && expression<std::decay_t<Labels>> && expression<std::decay_t<Valid>>)
-void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, Valid&& valid, Scale&& scale)
+void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, Valid&& valid, Scale&& scale,
+                            label_smoothing smoothing = {})
 {
     detail::rowwise::cross_entropy_backward(dlogits, std::forward<Probs>(probs), std::forward<Labels>(labels),
-                                            std::forward<Valid>(valid), std::forward<Scale>(scale));
+                                            std::forward<Valid>(valid), std::forward<Scale>(scale), smoothing.epsilon);
 }
 
 // Host operands: throws before anything is written when an entry of valid is
@@ -332,11 +373,13 @@ void check_cross_entropy_batch(Labels&& labels, Valid&& valid)
 // Every row valid.
 template <row_destination Dlogits, class Probs, class Labels, row_scale Scale>
     requires(expression<std::decay_t<Probs>> && expression<std::decay_t<Labels>>)
-void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, Scale&& scale)
+void cross_entropy_backward(Dlogits&& dlogits, Probs&& probs, Labels&& labels, Scale&& scale,
+                            label_smoothing smoothing = {})
 {
     using S = typename node_t<Probs>::shape;
     detail::rowwise::cross_entropy_backward(dlogits, std::forward<Probs>(probs), std::forward<Labels>(labels),
-                                            detail::rowwise::all_rows_valid<S>(), std::forward<Scale>(scale));
+                                            detail::rowwise::all_rows_valid<S>(), std::forward<Scale>(scale),
+                                            smoothing.epsilon);
 }
 
 }  // namespace tenet

@@ -76,7 +76,7 @@ public:
 
     void sum_gradients(f32* gradients, stream_ref s)
     {
-        for (std::size_t end = Model::flat_numel; end > 0;) {
+        for (std::size_t end = Model::trainable_numel; end > 0;) {
             const std::size_t begin = end > bucket_ ? end - bucket_ : 0;
             comm_.allreduce_sum(gradients + begin, end - begin, s);
             end = begin;
@@ -86,7 +86,7 @@ public:
     // This rank's parameter_shard under ZeRO-1.
     static parameter_shard shard_of(const dist::communicator& comm)
     {
-        return parameter_shard::of(Model::flat_numel, static_cast<std::size_t>(comm.rank()),
+        return parameter_shard::of(Model::trainable_numel, static_cast<std::size_t>(comm.rank()),
                                    static_cast<std::size_t>(comm.size()));
     }
 
@@ -110,7 +110,7 @@ public:
     template <class Contents>
     auto gathered(Contents&& contents, stream_ref s)
     {
-        buffer<f32, place> whole(Model::flat_numel, s);
+        buffer<f32, place> whole(Model::trainable_numel, s);
         return contents([&](const f32* shard) -> const f32* {
             gather_shards(shard, whole.data(), s);
             comm_.wait(s);
@@ -163,8 +163,8 @@ private:
 
     std::size_t rank() const { return static_cast<std::size_t>(comm_.rank()); }
     std::size_t ranks() const { return static_cast<std::size_t>(comm_.size()); }
-    std::size_t piece() const { return Model::flat_numel / ranks(); }  // every shard's first part
-    std::size_t rest() const { return Model::flat_numel % ranks(); }   // the last shard's tail
+    std::size_t piece() const { return Model::trainable_numel / ranks(); }  // every shard's first part
+    std::size_t rest() const { return Model::trainable_numel % ranks(); }   // the last shard's tail
 
     // Rank 0's word, broadcast in the model's place and read back.
     bool rank0_says(bool ok, stream_ref s)

@@ -10,6 +10,9 @@
 //   - with pruning masks (prune/masks.hpp), drops the gradients of pruned
 //     weights from the checks and the norm, and writes those weights and
 //     their state as exact zeros,
+//   - with parameter groups, gives each parameter its rate multiplier and
+//     weight decay (ranges read from a table: still one launch),
+//   - moves the weights' exponential moving average (ema.hpp), when kept,
 //   - evaluates the LR schedule from the step counter and advances the
 //     step state (loss scale, counters),
 // all from device memory: nothing is read back, so a step can be captured in
@@ -26,8 +29,10 @@
 #include "../memory/stream.hpp"
 #include "../numeric/convert.hpp"
 #include "../tensor/tensor.hpp"
+#include "ema.hpp"
 #include "loss_scaler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -43,11 +48,24 @@
 
 namespace tenet::train::detail {
 
-// One parameter tensor's elements in the flat buffers.
+// A run of elements in the flat buffers -- one parameter tensor, or (the
+// update's ranges) neighbours that train alike -- and how they train
+// (parameter_groups.hpp).
 struct segment {
     std::uint64_t begin = 0;
     std::uint64_t end = 0;
+    float lr_scale = 1.0f;      // multiplies the schedule's rate
+    float weight_decay = 0.0f;  // replaces the rule's
 };
+
+// The rule as a segment trains with it: its weight decay replaced (a rule
+// without one has none to replace).
+template <class Rule>
+TENET_HD Rule rule_for(Rule rule, const segment& s)
+{
+    if constexpr (requires { rule.weight_decay; }) rule.weight_decay = s.weight_decay;
+    return rule;
+}
 
 // Everything the update reads and writes; trivially copyable (a kernel argument).
 template <class Rule, class Schedule, class Storage, class Master>
@@ -60,6 +78,10 @@ struct update_args {
     std::uint64_t numel;
     const segment* segments;  // the parameters, for per-tensor (layerwise) rules
     unsigned segment_count;
+    // Parameter groups: ranges covering [0, numel) in order, each with its
+    // settings; null: every element trains with the rule as it is.
+    const segment* ranges;
+    unsigned range_count;
     step_state* state;
     Master* partials;  // device scratch: per block sums
     Rule rule;
@@ -72,6 +94,8 @@ struct update_args {
     // gradients; null for a whole step (which makes its own global pass).
     Master* totals;
     bool measure;  // write this shard's totals and return; otherwise read the ranks' sums
+    Master* average;     // the weights' moving average (ema.hpp), or null
+    ema average_rule;
 };
 
 template <class T>
@@ -149,19 +173,36 @@ TENET_HD void store_weight(const Args& a, std::uint64_t i, T w)
 template <class Args>
 inline constexpr std::size_t slot_count = std::extent_v<decltype(Args::slots)>;
 
-// A pruned element: weight and state exactly zero.
+// A pruned element: weight, state and average exactly zero.
 template <class T, class Args>
 TENET_HD void prune_element(const Args& a, std::uint64_t i)
 {
     T s[slot_count<Args>] = {};
     store_slots(a, i, s);
     store_weight(a, i, T(0));
+    if (a.average) a.average[i] = T(0);
+}
+
+// The average moved towards the new weight w by `weight` (1 - the decay).
+template <class Args, class T>
+TENET_HD void average_element(const Args& a, std::uint64_t i, T w, T weight)
+{
+    if (a.average) a.average[i] += weight * (w - a.average[i]);
+}
+
+// 1 - the average's decay for update t; 0 without an average.
+template <class Args>
+TENET_HD auto average_weight(const Args& a, std::uint64_t t)
+{
+    using T = std::remove_pointer_t<decltype(a.average)>;
+    return a.average ? T(1) - a.average_rule.template decay_at<T>(t) : T(0);
 }
 
 // One element of a non-layerwise rule; false when its gradient is inf/NaN
 // (how a step without a global pass still reports one).
-template <class Args, class T>
-TENET_HD bool update_element(const Args& a, std::uint64_t i, T multiplier, const auto& k)
+template <class Args, class Rule, class T>
+TENET_HD bool update_element(const Args& a, const Rule& rule, std::uint64_t i, T multiplier, const auto& k,
+                             T average)
 {
     if (!kept(a, i)) {
         prune_element<T>(a, i);
@@ -170,34 +211,37 @@ TENET_HD bool update_element(const Args& a, std::uint64_t i, T multiplier, const
     T s[slot_count<Args>];
     load_slots(a, i, s);
     const T g = a.gradients[i] * multiplier;
-    const T w = a.rule.update(a.master[i], g, s, k);
+    const T w = rule.update(a.master[i], g, s, k);
     store_slots(a, i, s);
     store_weight(a, i, w);
+    average_element(a, i, w, average);
     return is_finite(g);
 }
 
 // Layerwise phase 1 for one element: advance the moments; return w and r.
-template <class Args, class T>
-TENET_HD void moments_element(const Args& a, std::uint64_t i, T multiplier, const auto& k, T& w, T& r)
+template <class Args, class Rule, class T>
+TENET_HD void moments_element(const Args& a, const Rule& rule, std::uint64_t i, T multiplier, const auto& k, T& w, T& r)
 {
     w = r = T(0);
     if (!kept(a, i)) return prune_element<T>(a, i);
     T s[slot_count<Args>];
     load_slots(a, i, s);
-    a.rule.accumulate(a.gradients[i] * multiplier, s);
+    rule.accumulate(a.gradients[i] * multiplier, s);
     store_slots(a, i, s);
     w = a.master[i];
-    r = a.rule.direction(w, s, k);
+    r = rule.direction(w, s, k);
 }
 
 // Layerwise phase 2 for one element: w -= lr * trust * r.
-template <class Args, class T>
-TENET_HD void apply_element(const Args& a, std::uint64_t i, T lr_trust, const auto& k)
+template <class Args, class Rule, class T>
+TENET_HD void apply_element(const Args& a, const Rule& rule, std::uint64_t i, T lr_trust, const auto& k, T average)
 {
     if (!kept(a, i)) return;  // zeroed in phase 1
     T s[slot_count<Args>];
     load_slots(a, i, s);
-    store_weight(a, i, a.master[i] - lr_trust * a.rule.direction(a.master[i], s, k));
+    const T w = a.master[i] - lr_trust * rule.direction(a.master[i], s, k);
+    store_weight(a, i, w);
+    average_element(a, i, w, average);
 }
 
 // ---- host ----------------------------------------------------------------
@@ -287,23 +331,40 @@ void host_round_parameters(const Args& a, std::uint64_t begin, std::uint64_t end
 // compiler vectorises: the update with no branch, then the inf/NaN check
 // (an integer OR; std::isfinite, or the check inside the update loop, would
 // keep either from vectorising). The block's gradients are still in cache.
-template <class Args, class T>
-char host_update_unmasked(const Args& a, std::uint64_t begin, std::uint64_t end, T multiplier, const auto& k)
+template <class Args, class Rule, class T>
+char host_update_unmasked(const Args& a, const Rule& rule, std::uint64_t begin, std::uint64_t end, T multiplier,
+                          const auto& k, T average)
 {
     TENET_SIMD_LOOP
     for (std::uint64_t i = begin; i < end; ++i) {
         T s[slot_count<Args>];
         load_slots(a, i, s);
-        a.master[i] = a.rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
+        a.master[i] = rule.update(a.master[i], a.gradients[i] * multiplier, s, k);
         store_slots(a, i, s);
     }
     host_round_parameters(a, begin, end);
+    if (a.average) {
+        TENET_SIMD_LOOP
+        for (std::uint64_t i = begin; i < end; ++i) a.average[i] += average * (a.master[i] - a.average[i]);
+    }
     unsigned nonfinite = 0;
     for (std::uint64_t i = begin; i < end; ++i) {
         const T g = a.gradients[i] * multiplier;
         nonfinite |= nonfinite_bit(g);
     }
     return nonfinite != 0 ? char{1} : char{0};
+}
+
+// The range holding element i (the ranges cover [0, numel) in order).
+template <class Args>
+unsigned first_range(const Args& a, std::uint64_t i)
+{
+    unsigned lo = 0, hi = a.range_count;
+    while (hi - lo > 1) {
+        const unsigned mid = (lo + hi) / 2;
+        (a.ranges[mid].begin <= i ? lo : hi) = mid;
+    }
+    return lo;
 }
 
 template <bool Dynamic, class Rule, class Schedule, class Storage, class T>
@@ -324,15 +385,20 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
     bool nonfinite = found.b != T(0);
     const step_plan<T> plan = plan_step(lr, inverse_scale, global_pass ? found.a : T(0), global_pass && nonfinite, a.clip_norm);
     if (!plan.skip) {
-        const auto k = a.rule.at(plan.lr, state.applied + 1);
+        const std::uint64_t t = state.applied + 1;
+        const T average = average_weight(a, t);
         if constexpr (Rule::layerwise) {
             for (unsigned s = 0; s < a.segment_count; ++s) {
-                const auto partial = host_blocks<sums<T>>(
-                    a.segments[s].begin, a.segments[s].end, [&](std::uint64_t begin, std::uint64_t end) {
+                const segment& seg = a.segments[s];
+                const Rule rule = rule_for(a.rule, seg);
+                const T lr = plan.lr * T(seg.lr_scale);
+                const auto k = rule.at(lr, t);
+                const auto partial =
+                    host_blocks<sums<T>>(seg.begin, seg.end, [&](std::uint64_t begin, std::uint64_t end) {
                         sums<T> norms;
                         for (std::uint64_t i = begin; i < end; ++i) {
                             T w, r;
-                            moments_element(a, i, plan.grad_multiplier, k, w, r);
+                            moments_element(a, rule, i, plan.grad_multiplier, k, w, r);
                             norms.a += w * w;
                             norms.b += r * r;
                         }
@@ -340,18 +406,32 @@ void host_update(const update_args<Rule, Schedule, Storage, T>& a)
                     });
                 sums<T> norms;
                 for (const auto& p : partial) norms = {norms.a + p.a, norms.b + p.b};
-                const T lr_trust = plan.lr * Rule::trust_ratio(T(std::sqrt(norms.a)), T(std::sqrt(norms.b)));
-                host_blocks<char>(a.segments[s].begin, a.segments[s].end, [&](std::uint64_t begin, std::uint64_t end) {
-                    for (std::uint64_t i = begin; i < end; ++i) apply_element(a, i, lr_trust, k);
+                const T lr_trust = lr * Rule::trust_ratio(T(std::sqrt(norms.a)), T(std::sqrt(norms.b)));
+                host_blocks<char>(seg.begin, seg.end, [&](std::uint64_t begin, std::uint64_t end) {
+                    for (std::uint64_t i = begin; i < end; ++i) apply_element(a, rule, i, lr_trust, k, average);
                     return char{};
                 });
             }
         } else {
-            const auto bad = host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
-                if (a.keep == nullptr) return host_update_unmasked(a, begin, end, plan.grad_multiplier, k);
+            // [begin, end) of one range: the rule and constants it trains with
+            const auto update_run = [&](const Rule& rule, const auto& k, std::uint64_t begin, std::uint64_t end) {
+                if (a.keep == nullptr)
+                    return host_update_unmasked(a, rule, begin, end, plan.grad_multiplier, k, average);
                 char seen = 0;
                 for (std::uint64_t i = begin; i < end; ++i)
-                    if (!update_element(a, i, plan.grad_multiplier, k)) seen = 1;
+                    if (!update_element(a, rule, i, plan.grad_multiplier, k, average)) seen = 1;
+                return seen;
+            };
+            const auto k = a.rule.at(plan.lr, t);
+            const auto bad = host_blocks<char>(0, a.numel, [&](std::uint64_t begin, std::uint64_t end) {
+                if (a.ranges == nullptr) return update_run(a.rule, k, begin, end);
+                char seen = 0;
+                for (unsigned r = first_range(a, begin); r < a.range_count && a.ranges[r].begin < end; ++r) {
+                    const segment& range = a.ranges[r];
+                    const Rule rule = rule_for(a.rule, range);
+                    seen |= update_run(rule, rule.at(plan.lr * T(range.lr_scale), t), std::max(begin, range.begin),
+                                       std::min(end, range.end));
+                }
                 return seen;
             });
             for (const char b : bad) nonfinite = nonfinite || b != 0;
@@ -434,14 +514,17 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
     const step_plan<T> plan =
         plan_step(lr, inverse_scale, global_pass ? sum_squares : T(0), global_pass && nonfinite, a.clip_norm);
     if (!plan.skip) {
-        const auto k = a.rule.at(plan.lr, state.applied + 1);
+        const std::uint64_t t = state.applied + 1;
+        const T average = average_weight(a, t);
         if constexpr (Rule::layerwise) {
             const unsigned per_block = 2 * a.segment_count;
             for (unsigned s = 0; s < a.segment_count; ++s) {
+                const Rule rule = rule_for(a.rule, a.segments[s]);
+                const auto k = rule.at(plan.lr * T(a.segments[s].lr_scale), t);
                 T w_squares = T(0), r_squares = T(0);
                 for (std::uint64_t i = a.segments[s].begin + first; i < a.segments[s].end; i += stride) {
                     T w, r;
-                    moments_element(a, i, plan.grad_multiplier, k, w, r);
+                    moments_element(a, rule, i, plan.grad_multiplier, k, w, r);
                     w_squares += w * w;
                     r_squares += r * r;
                 }
@@ -450,16 +533,29 @@ __global__ void __launch_bounds__(update_threads) fused_update_kernel(update_arg
             }
             grid.sync();
             for (unsigned s = 0; s < a.segment_count; ++s) {
+                const Rule rule = rule_for(a.rule, a.segments[s]);
+                const T lr = plan.lr * T(a.segments[s].lr_scale);
+                const auto k = rule.at(lr, t);
                 const T w_norm = ::sqrt(grid_total(a.partials + 2 * s, per_block));
                 const T r_norm = ::sqrt(grid_total(a.partials + 2 * s + 1, per_block));
-                const T lr_trust = plan.lr * Rule::trust_ratio(w_norm, r_norm);
+                const T lr_trust = lr * Rule::trust_ratio(w_norm, r_norm);
                 for (std::uint64_t i = a.segments[s].begin + first; i < a.segments[s].end; i += stride)
-                    apply_element(a, i, lr_trust, k);
+                    apply_element(a, rule, i, lr_trust, k, average);
             }
         } else {
             T bad = T(0);
-            for (std::uint64_t i = first; i < a.numel; i += stride)
-                if (!update_element(a, i, plan.grad_multiplier, k)) bad = T(1);
+            if (a.ranges == nullptr) {
+                const auto k = a.rule.at(plan.lr, t);
+                for (std::uint64_t i = first; i < a.numel; i += stride)
+                    if (!update_element(a, a.rule, i, plan.grad_multiplier, k, average)) bad = T(1);
+            } else {
+                for (unsigned r = 0; r < a.range_count; ++r) {
+                    const Rule rule = rule_for(a.rule, a.ranges[r]);
+                    const auto k = rule.at(plan.lr * T(a.ranges[r].lr_scale), t);
+                    for (std::uint64_t i = a.ranges[r].begin + first; i < a.ranges[r].end; i += stride)
+                        if (!update_element(a, rule, i, plan.grad_multiplier, k, average)) bad = T(1);
+                }
+            }
             if (!global_pass && !given) block_partial(bad, a.partials + 2 * blockIdx.x + 1);
         }
     }
@@ -488,60 +584,5 @@ void device_update(update_args<Rule, Schedule, Storage, T> a, unsigned grid, str
 }
 
 #endif
-
-// ---- passes over the optimizer's state -------------------------------------
-// The state's length is the optimizer's shard (ZeRO-1: known at run time),
-// so these are plain loops rather than static-shape expressions.
-
-template <class T>
-struct zero_element {
-    T* data;
-    TENET_HD void operator()(std::uint64_t i) const { data[i] = T(0); }
-};
-
-template <class T, class Storage>
-struct widen_element {  // master weights from the storage weights (exact)
-    T* to;
-    const Storage* from;
-    TENET_HD void operator()(std::uint64_t i) const { to[i] = convert<T>(from[i]); }
-};
-
-template <class T>
-struct zero_pruned_element {
-    T* data;
-    const bool* keep;
-    TENET_HD void operator()(std::uint64_t i) const
-    {
-        if (!keep[i]) data[i] = T(0);
-    }
-};
-
-#if TENET_CUDA_COMPILER
-template <class F>
-__global__ void __launch_bounds__(update_threads) for_each_element_kernel(F f, std::uint64_t n)
-{
-    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * update_threads;
-    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * update_threads + threadIdx.x; i < n; i += stride) f(i);
-}
-#endif
-
-// f(i) for i in [0, n), in Place's memory, on the stream.
-template <class Place, class F>
-void for_each_element(std::uint64_t n, F f, stream_ref stream)
-{
-    if (n == 0) return;
-    if constexpr (host_accessible_v<Place>) {
-        static_cast<void>(stream);
-        const auto count = static_cast<std::int64_t>(n);
-        TENET_OMP_PARALLEL_FOR_IF(count >= 65536)
-        for (std::int64_t i = 0; i < count; ++i) f(static_cast<std::uint64_t>(i));
-    } else {
-#if TENET_CUDA_COMPILER
-        const unsigned grid = tenet::grid_for<for_each_element_kernel<F>, update_threads>(n);
-        for_each_element_kernel<<<grid, update_threads, 0, stream.get()>>>(f, n);
-        TENET_CUDA_CHECK(cudaGetLastError());
-#endif
-    }
-}
 
 }  // namespace tenet::train::detail

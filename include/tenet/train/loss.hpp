@@ -100,8 +100,11 @@ constexpr bool target_fits()
 
 // Softmax cross-entropy with integer class labels (i32 [rows...]); the
 // trainer's default. Keeps the probabilities for the backward.
+// label_smoothing: PyTorch's CrossEntropyLoss(label_smoothing=e), e in [0, 1]
+// (the target is (1 - e) onehot + e / classes).
 struct softmax_cross_entropy {
     static constexpr bool classifies = true;
+    float label_smoothing = 0.0f;
 
     template <precision_policy P, shape_type Out, memory_place Place>
     class bound {
@@ -113,18 +116,23 @@ struct softmax_cross_entropy {
     public:
         using target_type = Tensor<i32, nn::rows_shape_t<Out>, Place>;
 
-        explicit bound(const softmax_cross_entropy&) {}
+        explicit bound(const softmax_cross_entropy& spec) : smoothing_{spec.label_smoothing}
+        {
+            if (!(smoothing_.epsilon >= 0.0f && smoothing_.epsilon <= 1.0f))
+                throw error("tenet: softmax_cross_entropy: label_smoothing " + std::to_string(smoothing_.epsilon) +
+                            " must lie in [0, 1]");
+        }
 
         template <class Loss, class Pred, class Target, class Valid>
         void forward(Loss& loss, const Pred& pred, const Target& target, const Valid& valid)
         {
-            cross_entropy_forward(loss, probs_, pred, target, valid);
+            cross_entropy_forward(loss, probs_, pred, target, valid, smoothing_);
         }
 
         template <class Dpred, class Pred, class Target, class Valid, class Scale>
         void backward(Dpred& dpred, const Pred&, const Target& target, const Valid& valid, const Scale& scale)
         {
-            cross_entropy_backward(dpred, probs_, target, valid, scale);
+            cross_entropy_backward(dpred, probs_, target, valid, scale, smoothing_);
         }
 
         template <class Target, class Valid>
@@ -137,6 +145,7 @@ struct softmax_cross_entropy {
         const auto& probabilities() const { return probs_; }
 
     private:
+        tenet::label_smoothing smoothing_;
         Tensor<typename P::accumulate, Out, Place> probs_;  // f32 for 16-bit policies
     };
 };

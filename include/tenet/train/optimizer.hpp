@@ -29,24 +29,40 @@
 //   shard alone and updates only its parameters. The global gradient norm
 //   and inf/NaN check then span the ranks: measure() writes this shard's
 //   totals, the ranks sum them, step(gradients, divisor, totals) updates.
+// - Weight averaging (optimizer_options::average, ema.hpp): an exponential
+//   moving average of the weights, moved in the same launch, saved in
+//   checkpoints; swap_average() (or train::average_scope) puts it in the
+//   model for evaluation and takes it out again.
+// - Parameter groups (optimizer_options::groups, parameter_groups.hpp): a
+//   rate multiplier and weight decay per parameter, from a table in the
+//   model's place read by the same launch. set_groups() rewrites the table
+//   in place, so a captured step replays with the new settings.
 #pragma once
 
 #include "../io/checkpoint_sections.hpp"
+#include "../memory/copy_bytes.hpp"
 #include "../nn/layer.hpp"
 #include "../prune/masks.hpp"
 #include "adamw.hpp"
+#include "element_passes.hpp"
+#include "ema.hpp"
 #include "fused_update.hpp"
 #include "lamb.hpp"
 #include "lr_schedule.hpp"
+#include "parameter_groups.hpp"
 #include "parameter_shard.hpp"
 #include "sgd.hpp"
+#include "update_ranges.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tenet::train {
@@ -56,6 +72,13 @@ struct optimizer_options {
     loss_scaler_options scaler{};   // for policies with dynamic loss scaling
     bool masked = false;            // keep pruning masks (masks()) and enforce them in every step
     bool skip_nonfinite = false;    // skip a step with an inf/NaN gradient (as scaling, clipping, LAMB do)
+    // Per-parameter rate multipliers and weight decay. None given (the
+    // default): every parameter trains with the rule as it is, decay
+    // included, as torch.optim does. (Not a std::optional: g++ 12 warns
+    // falsely of its flag read uninitialized when such options are copied.)
+    parameter_groups groups{};
+    // An exponential moving average of the weights (ema.hpp); none: not kept.
+    std::optional<ema> average{};
 };
 
 template <class Model, class Rule, lr_schedule Schedule = constant_lr>
@@ -72,7 +95,7 @@ public:
     static_assert(std::is_trivially_copyable_v<Schedule>,
                   "tenet: an LR schedule runs inside the optimizer kernel: it must be trivially copyable");
 
-    static constexpr std::size_t numel = Model::flat_numel;
+    static constexpr std::size_t numel = Model::trainable_numel;  // (frozen parameters have no state)
     static constexpr bool separate_master = !std::is_same_v<storage_type, master_type>;
     static constexpr bool dynamic_loss_scaling = policy::dynamic_loss_scaling;
     static constexpr bool on_host = host_accessible_v<place>;
@@ -81,7 +104,7 @@ public:
     static constexpr std::size_t state_bytes_for(std::size_t elements)
     {
         return ((separate_master ? elements : 0) + Rule::slots * elements) * sizeof(master_type);
-    }
+    }  // (a kept average adds elements * sizeof(master_type))
     static constexpr std::size_t state_bytes = state_bytes_for(numel);
     static constexpr std::size_t sharded_state_bytes(std::size_t ranks)
     {
@@ -94,8 +117,14 @@ public:
           master_(separate_master ? shard_.size() : 0, current_stream()),
           slots_(Rule::slots * shard_.size(), current_stream()),
           state_(1, current_stream()),
-          segments_(collect_segments(model))
+          names_(detail::trainable_parameter_names(model)),
+          segments_(detail::trainable_segments(model).size(), current_stream()),
+          ranges_(options_.groups.given() ? detail::shard_ranges(detail::trainable_segments(model), numel, shard_).size() : 0,
+                  current_stream()),
+          average_(options_.average ? shard_.size() : 0, current_stream())
     {
+        grouped_ = options_.groups.given();
+        upload_settings(options_.groups, grouped_);
         if (options.masked) masks_ = std::make_unique<prune::masks<Model>>(model);
         static_assert(on_host || TENET_CUDA_COMPILER,
                       "tenet: an optimizer for a Device model needs a CUDA compiler: compile this file with nvcc");
@@ -103,6 +132,7 @@ public:
         if constexpr (requires { schedule.check(); }) schedule.check();
         detail::for_each_element<place>(slots_.size(), detail::zero_element<master_type>{slots_.data()}, current_stream());
         load_master_from_parameters();
+        if (averaging()) reset_average();
         step_state initial;
         if constexpr (dynamic_loss_scaling) initial.loss_scale = options.scaler.initial_scale;
         set_state(initial);
@@ -184,6 +214,46 @@ public:
                 current_stream());
     }
 
+    // ---- the weights' moving average (optimizer_options::average) ----------
+
+    bool averaging() const { return average_.size() > 0; }
+    bool average_swapped_in() const { return averaged_in_; }
+    // The average of this shard's weights (shard().size() long).
+    master_type* average()
+    {
+        require_average("average");
+        return average_.data();
+    }
+
+    // Starts the average again from the weights as they are now.
+    void reset_average()
+    {
+        require_average("reset_average");
+        require_swapped_out("reset_average");
+        tenet::copy_bytes<place, place>(average_.data(), master(), shard_.size() * sizeof(master_type), current_stream());
+    }
+
+    // Puts the averaged weights into the model (this shard's: a sharded
+    // optimizer's trainer gathers them), or, called again, the trained
+    // weights back, exactly as they were. No copy is made: fp32 weights trade
+    // places with the average; 16-bit storage weights are rounded from the
+    // average, then from the master weights again. Steps and saves refuse to
+    // run while the average is in (train::average_scope restores it).
+    void swap_average()
+    {
+        require_average("swap_average");
+        storage_type* weights = model_.parameters() + shard_.begin;
+        if constexpr (separate_master) {
+            const master_type* from = averaged_in_ ? master_.data() : average_.data();
+            detail::for_each_element<place>(shard_.size(), detail::round_element<storage_type, master_type>{weights, from},
+                                            current_stream());
+        } else {
+            detail::for_each_element<place>(shard_.size(), detail::swap_element<master_type>{weights, average_.data()},
+                                            current_stream());
+        }
+        averaged_in_ = !averaged_in_;
+    }
+
     // The pruning masks (optimizer_options::masked): change them with prune/
     // (magnitude, n_of_m, pruner), then apply_masks().
     bool masked() const { return masks_ != nullptr; }
@@ -201,6 +271,7 @@ public:
         m.apply();
         if constexpr (separate_master) zero_pruned(master_.data());
         for (std::size_t j = 0; j < Rule::slots; ++j) zero_pruned(slot(j));
+        if (averaging()) zero_pruned(average_.data());
     }
 
     // The optimizer's state in one checksummed file, written atomically: the
@@ -239,17 +310,17 @@ public:
     std::string signature()
     {
         return std::string("tenet-optimizer/") + element_name<storage_type> + "/" + element_name<master_type> + "/" +
-               Rule::name + (dynamic_loss_scaling ? "/dynamic-scaling" : "") + (masked() ? "/masked" : "") + ":" +
-               model_.parameter_list();
+               Rule::name + (dynamic_loss_scaling ? "/dynamic-scaling" : "") + (masked() ? "/masked" : "") +
+               (averaging() ? "/average" : "") + ":" + model_.parameter_list();
     }
 
     // The pieces of save() and load(), for files that hold more (a trainer's
     // checkpoint): append the sections; find and check them all (nothing
     // changes); restore from what was checked.
-    static constexpr std::size_t max_sections = 2 + separate_master + Rule::slots;
+    static constexpr std::size_t max_sections = 3 + separate_master + Rule::slots;
     static constexpr std::uint64_t max_payload = std::uint64_t{numel} * sizeof(bool) +
                                                  std::uint64_t{numel} * sizeof(master_type) *
-                                                     (separate_master + Rule::slots) +
+                                                     (1 + separate_master + Rule::slots) +
                                                  sizeof(step_state);
 
     // Sections hold whole buffers: a sharded optimizer's caller gives
@@ -263,11 +334,13 @@ public:
     template <class Whole>
     void append_sections(io::checkpoint_contents& contents, Whole&& whole)
     {
+        require_swapped_out("save");
         const auto append = [&](std::string name, const master_type* data) {
             if (const master_type* all = whole(data)) contents.sections.push_back(section(std::move(name), all));
         };
         if constexpr (separate_master) append("master", master_.data());
         for (std::size_t j = 0; j < Rule::slots; ++j) append("state" + std::to_string(j), slot(j));
+        if (averaging()) append("average", average_.data());
         if (masked())
             contents.sections.push_back(io::section_of<place>("masks", masks().data(), numel, current_stream()));
         contents.sections.push_back(io::section_of_value("step_state", state()));
@@ -276,6 +349,7 @@ public:
     struct checked_state {
         const io::checkpoint_section* master = nullptr;
         std::array<const io::checkpoint_section*, Rule::slots> slots{};
+        const io::checkpoint_section* average = nullptr;
         step_state state;
         std::vector<char> keep;  // masked: the mask bytes
     };
@@ -286,6 +360,10 @@ public:
         checked_state c;
         if constexpr (separate_master) c.master = &io::find_section(path, contents, "master", bytes);
         for (std::size_t j = 0; j < Rule::slots; ++j) c.slots[j] = &io::find_section(path, contents, "state" + std::to_string(j), bytes);
+        if (average_.size() > 0) {
+            c.average = &io::find_section(path, contents, "average", bytes);
+            io::check_finite<master_type>(path, *c.average);
+        }
         const auto& state = io::find_section(path, contents, "step_state", sizeof(step_state));
         std::memcpy(&c.state, state.bytes.data(), sizeof c.state);
         if (const char* why = implausible(c.state, dynamic_loss_scaling, options_.scaler); *why)
@@ -305,11 +383,36 @@ public:
     {
         if (c.master) upload_shard(master_.data(), *c.master);
         for (std::size_t j = 0; j < Rule::slots; ++j) upload_shard(slot(j), *c.slots[j]);
+        if (c.average) upload_shard(average_.data(), *c.average);
+        averaged_in_ = false;  // (the caller restored the trained weights)
         set_state(c.state);
         if (masks_) {
             masks_->from_host(c.keep);
             apply_masks();  // the file's pruned weights may not be zero
         }
+    }
+
+    // Replaces the parameter groups (gradual unfreezing: raise a group's
+    // lr_scale from 0). The table is rewritten in place, so captured steps
+    // (the trainer's CUDA Graph) replay with it. Only an optimizer built
+    // with groups has a table the update reads: any other throws. (Given no
+    // groups, the biases and norms still keep out of the decay.)
+    void set_groups(const parameter_groups& groups)
+    {
+        if (!grouped_)
+            throw error("tenet: optimizer: set_groups needs an optimizer built with optimizer_options::groups "
+                        "(without them the update reads no table: start with a group such as {\"*\"})");
+        upload_settings(groups, true);  // checks everything before it changes anything
+        options_.groups = groups;
+    }
+
+    // Each parameter's name and what it trains with (rate multiplier, weight
+    // decay), in the model's order.
+    std::vector<std::pair<std::string, parameter_setting>> parameter_settings() const
+    {
+        std::vector<std::pair<std::string, parameter_setting>> out;
+        for (std::size_t p = 0; p < names_.size(); ++p) out.emplace_back(names_[p].first, settings_[p]);
+        return out;
     }
 
     const Rule& rule() const { return rule_; }
@@ -346,6 +449,7 @@ private:
                 "scaler.growth_factor must be >= 1 and finite");
         require(o.scaler.backoff_factor > 0 && o.scaler.backoff_factor <= 1, "scaler.backoff_factor must lie in (0, 1]");
         require(o.scaler.growth_interval > 0, "scaler.growth_interval must be positive");
+        if (o.average) o.average->check();
         return o;
     }
 
@@ -359,8 +463,22 @@ private:
         return shard;
     }
 
+    void require_average(const char* what) const
+    {
+        if (!averaging())
+            throw error(std::string("tenet: optimizer: ") + what +
+                        ": no average is kept: construct it with optimizer_options::average = train::ema{...}");
+    }
+    void require_swapped_out(const char* what) const
+    {
+        if (averaged_in_)
+            throw error(std::string("tenet: optimizer: ") + what +
+                        " with the averaged weights swapped in: swap_average() again (or let the average_scope end) first");
+    }
+
     void update(const args_type& args)
     {
+        require_swapped_out("a step");
         if constexpr (on_host) {
             detail::host_update<dynamic_loss_scaling>(args);
         } else {
@@ -383,17 +501,42 @@ private:
             shard_.size(), detail::zero_pruned_element<master_type>{data, masks_->data() + shard_.begin}, current_stream());
     }
 
-    static buffer<detail::segment, place> collect_segments(Model& model)
+    // The rule's weight decay, which groups replace (a rule without one
+    // takes none from them).
+    float rule_decay(const parameter_groups& groups) const
     {
-        std::vector<detail::segment> list;
-        model.for_each_parameter([&](const std::string&, auto value, auto) {
-            const auto begin = static_cast<std::uint64_t>(value.data() - model.parameters());
-            list.push_back({begin, begin + decltype(value)::shape::numel});
-        });
-        buffer<detail::segment, place> out(list.size(), current_stream());
-        copy_raw(out.data(), list.data(), list.size() * sizeof(detail::segment));
-        current_stream().synchronize();  // list is about to go
-        return out;
+        if constexpr (requires { rule_.weight_decay; }) {
+            return rule_.weight_decay;
+        } else {
+            for (const parameter_group& g : groups.groups)
+                    if (g.weight_decay)
+                        throw error(std::string("tenet: parameter group '") + g.pattern + "' sets a weight decay, "
+                                    "which the rule " + Rule::name + " does not have");
+            return 0.0f;
+        }
+    }
+
+    // Resolves `groups` (not `grouped`: every parameter as the rule says)
+    // and writes the settings into the segments and ranges in the model's place.
+    void upload_settings(const parameter_groups& groups, bool grouped)
+    {
+        std::vector<std::string> names;
+        std::vector<std::size_t> ranks;
+        for (const auto& [name, rank] : names_) names.push_back(name), ranks.push_back(rank);
+        const float decay = rule_decay(groups);
+        std::vector<parameter_setting> settings =
+            grouped ? resolve_groups(groups, names, ranks, decay)
+                   : std::vector<parameter_setting>(names.size(), parameter_setting{1.0f, decay});
+        std::vector<detail::segment> list = detail::trainable_segments(model_);
+        for (std::size_t p = 0; p < list.size(); ++p) {
+            list[p].lr_scale = settings[p].lr_scale;
+            list[p].weight_decay = settings[p].weight_decay;
+        }
+        const std::vector<detail::segment> ranges = detail::shard_ranges(list, numel, shard_);
+        copy_raw(segments_.data(), list.data(), list.size() * sizeof(detail::segment));
+        if (ranges_.size() > 0) copy_raw(ranges_.data(), ranges.data(), ranges.size() * sizeof(detail::segment));
+        current_stream().synchronize();  // the lists are about to go
+        settings_ = std::move(settings);
     }
 
     void prepare_device_scratch()
@@ -417,6 +560,8 @@ private:
         a.numel = shard_.size();
         a.segments = segments_.data();
         a.segment_count = static_cast<unsigned>(segments_.size());
+        a.ranges = ranges_.size() > 0 ? ranges_.data() : nullptr;
+        a.range_count = static_cast<unsigned>(ranges_.size());
         a.state = state_.data();
         a.partials = partials_.data();
         a.rule = rule_;
@@ -427,6 +572,8 @@ private:
         a.skip_nonfinite = options_.skip_nonfinite;
         a.totals = totals;
         a.measure = measure;
+        a.average = averaging() ? average_.data() : nullptr;
+        a.average_rule = options_.average.value_or(ema{});
         return a;
     }
 
@@ -438,9 +585,15 @@ private:
     buffer<master_type, place> master_;
     buffer<master_type, place> slots_;
     buffer<step_state, place> state_;
+    std::vector<std::pair<std::string, std::size_t>> names_;  // each parameter's name and rank
+    std::vector<parameter_setting> settings_;                // each parameter's, as the update reads them
     buffer<detail::segment, place> segments_;
+    buffer<detail::segment, place> ranges_;  // with groups: the update's ranges of this shard
+    buffer<master_type, place> average_;  // the weights' moving average, when kept
     buffer<master_type, place> partials_{0, current_stream()};
     unsigned grid_ = 0;
+    bool averaged_in_ = false;  // the model holds the average (swap_average)
+    bool grouped_ = false;      // built with groups: the update reads the ranges
     std::unique_ptr<prune::masks<Model>> masks_;  // only when masked
 };
 

@@ -131,7 +131,7 @@ public:
             trainer_options options = {}, const Loss& loss = {})
         : model_(model), options_(checked(options)),
           optimizer_(model, rule, schedule, options.optimizer, shard_of(options_)),
-          loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::flat_numel : 0, current_stream())
+          loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::trainable_numel : 0, current_stream())
     {
         if constexpr (on_host) profile::process_optimization_notice().report(std::cerr, profile::unoptimized_host_code);
         current_stream().synchronize();  // the model and the optimizer are ready for stream_
@@ -173,6 +173,9 @@ public:
     void step(const X& x, const Target& target, const Valid& valid, const Lengths& lengths)
     {
         static_assert(nn::check_model_input_type<input_type, X>());  // (float tokens: one error, naming both)
+        if (optimizer_.average_swapped_in())
+            throw error("tenet: trainer: a step with the averaged weights swapped in: swap_average() again (or let "
+                        "the average_scope end) first");
         stream_scope on(stream_);
         on_host_threads(tuner_.threads(), &tuner_, [&] { guarded_step(x, target, valid, lengths); });
     }
@@ -297,7 +300,20 @@ public:
     {
         return std::string("tenet-trainer/") + element_name<storage_type> + "/" + element_name<master_type> + "/" +
                Rule::name + (policy::dynamic_loss_scaling ? "/dynamic-scaling" : "") +
-               (optimizer_.masked() ? "/masked" : "") + ":" + model_.parameter_list();
+               (optimizer_.masked() ? "/masked" : "") + (optimizer_.averaging() ? "/average" : "") + ":" +
+               model_.parameter_list();
+    }
+
+    // Puts the weights' moving average (trainer_options::optimizer.average)
+    // into the model, or the trained weights back (optimizer::swap_average;
+    // under zero every rank swaps its shard and the ranks gather them).
+    // train::average_scope calls it twice: evaluate inside it.
+    void swap_average()
+    {
+        stream_scope on(stream_);
+        optimizer_.swap_average();
+        if (parallel_ && options_.zero)
+            parallel_->gather_shards(model_.parameters() + optimizer_.shard().begin, model_.parameters(), stream_);
     }
 
     Model& model() { return model_; }
@@ -400,7 +416,7 @@ private:
 
     static parameter_shard shard_of(const trainer_options& o)
     {
-        return o.zero ? detail::data_parallel<Model>::shard_of(*o.communicator) : parameter_shard::whole(Model::flat_numel);
+        return o.zero ? detail::data_parallel<Model>::shard_of(*o.communicator) : parameter_shard::whole(Model::trainable_numel);
     }
 
     // The update from `gradients`, which sum `divisor` micro-batches: summed
@@ -446,7 +462,7 @@ private:
         }
         profile::scoped_range range("optimizer");
         if (parallel_) parallel_->share_buffers(model_, stream_);
-        constexpr std::size_t n = Model::flat_numel;
+        constexpr std::size_t n = Model::trainable_numel;
         if (phase == phase_kind::only) return update(model_.gradients(), 1.0f);
         auto sum_view = make_view<Shape<n>, place>(accumulated_.data());
         const auto gradients = make_view<Shape<n>, place>(static_cast<const master_type*>(model_.gradients()));

@@ -3,12 +3,14 @@
 // and graph-replayed trainer steps against eager ones: the same kernels in
 // the same order, so the parameters must be identical, bit for bit. Bad
 // batches: padding rows holding NaN/inf change nothing; NaN gradients, bad
-// labels and bad masks are counted and skipped on request.
+// labels and bad masks are counted and skipped on request. A frozen block
+// after a trainable layer gives the host's input gradient.
 #include "device_testing.hpp"
 #include "user_losses.hpp"
 
 #include <tenet/train/train.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -160,6 +162,57 @@ TEST_CASE("gpu trainer: a frozen first layer, groups rewritten between replays a
         CHECK(to_doubles(graph_net.parameters(), n, true) != trained);
     }
     CHECK(to_doubles(graph_net.parameters(), n, true) == trained);
+}
+
+// One forward and backward of a host and a device model from the same
+// random input and output gradient; the trainable gradients must agree.
+template <class Spec, class P, class In>
+void check_frozen_after_trainable(double tolerance)
+{
+    nn::model<Spec, P, In, Host> host(4);
+    nn::model<Spec, P, In, Device> device(4);
+    using M = decltype(host);
+    using S = typename M::storage_type;
+    std::mt19937_64 rng(31);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::vector<S> x(In::numel), dy(M::output_shape::numel);
+    for (auto& v : x) v = convert<S>(normal(rng));
+    for (auto& v : dy) v = convert<S>(normal(rng));
+    Tensor<S, In, Host> hx;
+    Tensor<S, typename M::output_shape, Host> hdy;
+    Tensor<S, In, Device> dx;
+    Tensor<S, typename M::output_shape, Device> ddy;
+    std::copy(x.begin(), x.end(), hx.data());
+    std::copy(dy.begin(), dy.end(), hdy.data());
+    TENET_CUDA_CHECK(cudaMemcpy(dx.data(), x.data(), x.size() * sizeof(S), cudaMemcpyDefault));
+    TENET_CUDA_CHECK(cudaMemcpy(ddy.data(), dy.data(), dy.size() * sizeof(S), cudaMemcpyDefault));
+    host.forward(hx);
+    host.backward(hdy);
+    device.forward(dx);
+    device.backward(ddy);
+    current_stream().synchronize();
+    const auto want = to_doubles(host.gradients(), M::trainable_numel, false);
+    const auto got = to_doubles(device.gradients(), M::trainable_numel, true);
+    double scale = 0;
+    for (double w : want) scale = std::max(scale, std::abs(w));
+    REQUIRE(scale > 0);
+    for (std::size_t i = 0; i < want.size(); ++i) CHECK(std::abs(got[i] - want[i]) <= tolerance * scale);
+}
+
+TEST_CASE("gpu Frozen after a trainable layer: the input gradient alone, as the host computes it")
+{
+    // fused Linear units inside the frozen block (the input gradient through
+    // ReLU's mask without a bias gradient); Conv2d and BatchNorm (cuDNN in f32)
+    using mlp = nn::Sequential<nn::Linear<40, 64>, nn::ReLU,
+                               nn::Frozen<nn::Sequential<nn::Linear<64, 48>, nn::ReLU, nn::Linear<48, 32>>>, nn::ReLU,
+                               nn::Linear<32, 10>>;
+    using cnn = nn::Sequential<nn::Conv2d<3, 4, 3, 1, 1>, nn::ReLU,
+                               nn::Frozen<nn::Sequential<nn::Conv2d<4, 4, 3, 1, 1>, nn::ReLU, nn::BatchNorm2d<4>>>,
+                               nn::Flatten, nn::Linear<256, 10>>;
+    check_frozen_after_trainable<mlp, fp32, Shape<32, 40>>(1e-4);
+    check_frozen_after_trainable<mlp, bf16_mixed, Shape<32, 40>>(3e-2);
+    check_frozen_after_trainable<cnn, fp32, Shape<4, 8, 8, 3>>(1e-4);
+    check_frozen_after_trainable<cnn, bf16_mixed, Shape<4, 8, 8, 3>>(3e-2);
 }
 
 TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager steps")

@@ -625,18 +625,18 @@ TEST_CASE("optimizers: parameter groups resolve by name and rank; bad groups are
     CHECK(glob_match("a*b*c", "aXbYbc"));
     CHECK_FALSE(glob_match("", "x"));
 
-    const std::vector<std::string> names{"0.weight", "0.bias", "2.weight", "2.bias"};
-    const std::vector<std::size_t> ranks{2, 1, 2, 1};
-    auto s = train::resolve_groups(example_groups(), names, ranks, 0.1f);
+    const std::vector<train::parameter_identity> params{
+        {"0.weight", 2, "Linear"}, {"0.bias", 1, "Linear"}, {"2.weight", 2, "Linear"}, {"2.bias", 1, "Linear"}};
+    auto s = train::resolve_groups(example_groups(), params, 0.1f);
     const std::vector<std::pair<float, float>> want{{0.25f, 0.1f}, {0.25f, 0.0f}, {1.0f, 0.3f}, {1.0f, 0.0f}};
-    for (std::size_t p = 0; p < names.size(); ++p) {
-        CAPTURE(names[p]);
+    for (std::size_t p = 0; p < params.size(); ++p) {
+        CAPTURE(params[p].name);
         CHECK(s[p].lr_scale == want[p].first);
         CHECK(s[p].weight_decay == want[p].second);
     }
     auto decay_all = example_groups();
     decay_all.decay_biases_and_norms = true;
-    s = train::resolve_groups(decay_all, names, ranks, 0.1f);
+    s = train::resolve_groups(decay_all, params, 0.1f);
     CHECK(s[1].weight_decay == 0.1f);
     CHECK(s[3].weight_decay == 0.1f);
 
@@ -650,18 +650,47 @@ TEST_CASE("optimizers: parameter groups resolve by name and rank; bad groups are
     // A group that matches nothing names the parameters there are; one
     // shadowed by an earlier group matches nothing either.
     try {
-        train::resolve_groups(train::parameter_groups{{{"1.*", 0.5f, {}}}}, names, ranks, 0.1f);
+        train::resolve_groups(train::parameter_groups{{{"1.*", 0.5f, {}}}}, params, 0.1f);
         FAIL("no error");
     } catch (const error& e) {
-        CHECK(std::string(e.what()).find("'1.*' matches no parameter") != std::string::npos);
-        CHECK(std::string(e.what()).find("0.weight, 0.bias, 2.weight, 2.bias") != std::string::npos);
+        CHECK(std::string(e.what()).find("'1.*' selects no parameter") != std::string::npos);
+        CHECK(std::string(e.what()).find("0.weight (Linear), 0.bias (Linear), 2.weight (Linear), 2.bias (Linear)") !=
+              std::string::npos);
     }
-    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"*", 1.0f, {}}, {"0.*", 2.0f, {}}}}, names, ranks,
+    try {
+        train::resolve_groups(train::parameter_groups{{{.lr_scale = 2.0f, .layer = "LayerNorm"}}}, params, 0.1f);
+        FAIL("no error");
+    } catch (const error& e) {
+        CHECK(std::string(e.what()).find("'*' (layer LayerNorm) selects no parameter") != std::string::npos);
+    }
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{.lr_scale = 2.0f}}}, params, 0.1f), error);
+
+    // By layer kind, alone or with a name: the first group that selects wins.
+    const std::vector<train::parameter_identity> mixed{{"0.weight", 4, "Conv2d"},  {"0.bias", 1, "Conv2d"},
+                                                       {"1.weight", 1, "BatchNorm2d"}, {"1.bias", 1, "BatchNorm2d"},
+                                                       {"3.weight", 1, "LayerNorm"}, {"4.weight", 2, "Linear"},
+                                                       {"5.scale", 1, ""}};
+    s = train::resolve_groups(train::parameter_groups{{{.pattern = "0.bias", .lr_scale = 3.0f, .layer = "Conv2d"},
+                                                       {.lr_scale = 0.5f, .weight_decay = 0.2f, .layer = "*Norm*"},
+                                                       {.pattern = "*.weight", .lr_scale = 4.0f, .layer = "Conv2d"},
+                                                       {.pattern = "5.*", .lr_scale = 6.0f}},
+                                                      true},
+                              mixed, 0.1f);
+    const std::vector<std::pair<float, float>> by_kind{{4.0f, 0.1f}, {3.0f, 0.1f}, {0.5f, 0.2f}, {0.5f, 0.2f},
+                                                       {0.5f, 0.2f}, {1.0f, 0.1f}, {6.0f, 0.1f}};
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{.pattern = "1.*", .layer = "Conv2d"}}}, mixed, 0.1f),
+                    error);  // (the name and the kind must both select)
+    for (std::size_t p = 0; p < mixed.size(); ++p) {
+        CAPTURE(mixed[p].name);
+        CHECK(s[p].lr_scale == by_kind[p].first);
+        CHECK(s[p].weight_decay == by_kind[p].second);
+    }
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"*", 1.0f, {}}, {"0.*", 2.0f, {}}}}, params,
                                           0.1f),
                     error);
-    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", -1.0f, {}}}}, names, ranks, 0.1f), error);
-    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", NAN, {}}}}, names, ranks, 0.1f), error);
-    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", 1.0f, -0.5f}}}, names, ranks, 0.1f), error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", -1.0f, {}}}}, params, 0.1f), error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", NAN, {}}}}, params, 0.1f), error);
+    CHECK_THROWS_AS(train::resolve_groups(train::parameter_groups{{{"0.*", 1.0f, -0.5f}}}, params, 0.1f), error);
 
     host_model<fp32> m(1);
     train::optimizer_options options;

@@ -2,8 +2,9 @@
 //   conv2d_engine<G, Groups, OutChannels, Act, Bias, T, Grad, Place>
 //     forward(y, x, w, b)                 y = act(conv(x, w) + b)
 //     backward(dz, x, w, dw, db, dx)      dw, db for the x of the last
-//                                         forward, and dx (no_input_gradient:
-//                                         not wanted)
+//                                         forward (dw null: neither, the
+//                                         layer is inside nn::Frozen), and dx
+//                                         (no_input_gradient: not wanted)
 //     kept_bytes                          what it keeps from the forward
 // (b, db: no_bias without one; y and dz are [M, Cout] matrices, x and dx
 // NHWC.) On the host in f32, bf16_mixed and fp16_mixed (16-bit storage, f32
@@ -57,7 +58,7 @@ public:
     template <class DZ, class X, class W, class DW, class DB, class DX>
     void backward(const DZ& dz, const X& x, const W& w, const DW& dw, const DB& db, const DX& dx)
     {
-        conv2d_backward_weights<G, Groups>(dw, db, dz, columns(), x);
+        if (dw.data() != nullptr) conv2d_backward_weights<G, Groups>(dw, db, dz, columns(), x);
         if constexpr (!std::is_same_v<DX, no_input_gradient>) conv2d_backward_input<G, Groups>(dx, columns(), dz, w);
     }
 
@@ -245,8 +246,10 @@ public:
     template <class DZ, class X, class W, class DW, class DB, class DX>
     void backward(const DZ& dz, const X& x, const W& w, const DW& dw, const DB& db, const DX& dx)
     {
-        plan_.backward_filter(x.data(), dz.data(), dw.data(), current_stream());
-        if constexpr (Bias) assign(db, sum<0>(dz));
+        if (dw.data() != nullptr) {
+            plan_.backward_filter(x.data(), dz.data(), dw.data(), current_stream());
+            if constexpr (Bias) assign(db, sum<0>(dz));
+        }
         if constexpr (!std::is_same_v<DX, no_input_gradient>) {
             detail::require_separate(dx, dz);
             plan_.backward_data(dz.data(), w.data(), dx.data(), current_stream());

@@ -94,8 +94,9 @@ public:
     void forward(const void* x, const void* w, const void* b, void* y) { forward_on(*route_for_forward().forward, x, w, b, y); }
 
     // From the output gradient dz (already through a fused ReLU's mask): dw
-    // and db (null without a bias) for the x of the last forward, and dx
-    // (null: not wanted). dw and db are f32, the others the storage type.
+    // and db (null without a bias) for the x of the last forward (dw null:
+    // neither), and dx (null: not wanted). dw and db are f32, the others the
+    // storage type.
     void backward(const void* dz, const void* x, const void* w, float* dw, float* db, void* dx)
     {
         const route& r = route_for_backward();
@@ -303,21 +304,25 @@ private:
         threaded_plan& dp = const_cast<threaded_plan&>(data_plan);
         const std::string& what = running_backward_;
         std::optional<host_threads_scope> count(std::in_place, wp.threads);
-        const dnnl_memory_t src = kept_input(what, wp, x), diff_dst = stage_gradient(what, wp.dz_weights, dz),
-                            diff_weights = bind(what, wp.dw, dw);
-        if (problem_.bias)
-            execute(what, wp.backward_weights,
-                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                     {DNNL_ARG_DIFF_BIAS, bind(what, wp.dbias, db)}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        else
-            execute(what, wp.backward_weights,
-                    {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
-                     {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
-        copy_out(what, wp.dw);
+        if (dw != nullptr) {
+            const dnnl_memory_t src = kept_input(what, wp, x), diff_dst = stage_gradient(what, wp.dz_weights, dz),
+                                diff_weights = bind(what, wp.dw, dw);
+            if (problem_.bias)
+                execute(what, wp.backward_weights,
+                        {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                         {DNNL_ARG_DIFF_BIAS, bind(what, wp.dbias, db)}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+            else
+                execute(what, wp.backward_weights,
+                        {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                         {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});
+            copy_out(what, wp.dw);
+        }
         if (dx != nullptr) {
             wait(what);
             count.emplace(dp.threads);
-            const dnnl_memory_t diff_dst_data = gradient_for_data(what, dp, wp, dz);
+            // (dz as the weight gradient staged it, when it was staged now)
+            const dnnl_memory_t diff_dst_data =
+                dw != nullptr ? gradient_for_data(what, dp, wp, dz) : stage_gradient(what, dp.dz_data, dz);
             const dnnl_memory_t weights = weights_for_data(what, dp, w), diff_src = bind(what, dp.dx, dx);
             execute(what, dp.backward_data, {{DNNL_ARG_DIFF_DST, diff_dst_data}, {DNNL_ARG_WEIGHTS, weights},
                                              {DNNL_ARG_DIFF_SRC, diff_src}, {DNNL_ARG_SCRATCHPAD, scratchpad_.get()}});

@@ -11,6 +11,9 @@
 //       dz_prev = (dz W) * act'(pre_prev), db_prev = sum of dz_prev's rows:
 //       the gradient of the previous Linear's pre-activation (whose forward
 //       wrote aux_prev) and its bias gradient, in one GEMM.
+//   linear_backward_input_act<Act>(dz_prev, dz, w, aux_prev)
+//       dz_prev alone (the previous Linear is inside nn::Frozen): a GEMM
+//       and one fused pass, on the device too
 //
 // On the device each is one cuBLASLt call: BIAS / RELU_BIAS / GELU_BIAS
 // (gelu_tanh) forward, RELU_AUX_BIAS / GELU_AUX_BIAS with aux, BGRADB for
@@ -174,6 +177,28 @@ bool lt_linear(const AV& a, const BV& b, const DV& d, const void* vector, const 
 }
 #endif
 
+// linear_backward_input_act without cuBLASLt's epilogue: s = dz W into an
+// f32 scratch, then dz_prev = s * act'(aux) and (db_prev: not nullptr) the
+// column sums of the same unrounded product.
+template <activation Act, class Prec, std::size_t M, std::size_t N, class DZP, class DBP, class DZ, class W, class Aux,
+          class Context>
+void input_act_unfused(const DZP& dz_prev, const DBP& db_prev, const DZ& dz, const W& w, const Aux& aux, Context& context)
+{
+    auto& product = context.template scratch<typename Prec::accumulate, Shape<M, N>>();
+    run_gemm<Prec>(dz, w, product.view(), context);
+    const auto s = std::as_const(product).view();
+    const auto grad = [&] {
+        if constexpr (Act == activation::none) {
+            return s;
+        } else {
+            require_data(aux);
+            return s * saved_derivative<Act, M, N>(aux);
+        }
+    }();
+    assign(dz_prev, grad);
+    if constexpr (!std::is_null_pointer_v<DBP>) assign(db_prev, sum<0>(grad));
+}
+
 }  // namespace detail
 
 template <activation Act, class Storage, class S, class Place = Device>
@@ -299,56 +324,64 @@ void linear_backward_input(DX&& dx, const DZ& dz, const W& w)
         assign(tenet::destination_view(dx), matmul(dz, w));
 }
 
-// dz_prev = (dz W) * act'(pre_prev), db_prev = sum of dz_prev's rows.
-template <activation Act, class DZP, class DBP, class DZ, class W, class Aux>
-void linear_backward_input_act(DZP&& dz_prev_out, DBP&& db_prev_out, const DZ& dz_in, const W& w_in, const Aux& aux)
+namespace detail {
+
+// linear_backward_input_act on destination views; db_prev is nullptr when
+// no bias gradient is wanted (then cuBLASLt's BGRAD epilogue is not used).
+template <activation Act, class DZPV, class DBPV, class DZ, class W, class Aux>
+void input_act(const DZPV& dz_prev, const DBPV& db_prev, const DZ& dz_in, const W& w_in, const Aux& aux)
 {
-    const auto dz_prev = tenet::destination_view(dz_prev_out);
-    const auto db_prev = tenet::destination_view(db_prev_out);
-    using DZPV = std::remove_const_t<decltype(dz_prev)>;
-    using DBPV = std::remove_const_t<decltype(db_prev)>;
-    using check = detail::input_shapes<typename DZPV::shape, typename DZ::shape, typename W::shape>;
+    constexpr bool bias_gradient = !std::is_null_pointer_v<DBPV>;
+    using check = input_shapes<typename DZPV::shape, typename DZ::shape, typename W::shape>;
     if constexpr (!check::ok) {
         static_assert(tenet::diagnose<check::ok, check>::value);
     } else {
         constexpr std::size_t m = check::m, n = check::in;
-        static_assert(detail::is_vector_of<typename DBPV::shape, n>,
-                      "tenet: linear_backward_input_act: db_prev must be a vector [In] (w's last extent)");
+        if constexpr (bias_gradient)
+            static_assert(is_vector_of<typename DBPV::shape, n>,
+                          "tenet: linear_backward_input_act: db_prev must be a vector [In] (w's last extent)");
         using place = compute_place_t<typename DZPV::place>;
-        using Prec = detail::default_gemm_precision<tenet::node_t<const DZ&>, tenet::node_t<const W&>>;
-        static_assert(detail::is_aux_for<Aux, Act, typename Prec::storage, Shape<m, n>, typename DZPV::place>,
+        using Prec = default_gemm_precision<tenet::node_t<const DZ&>, tenet::node_t<const W&>>;
+        static_assert(is_aux_for<Aux, Act, typename Prec::storage, Shape<m, n>, typename DZPV::place>,
                       "tenet: linear_backward_input_act: aux_prev must be the linalg::aux_tensor_t<Act, Storage, "
                       "Shape<M, In>, Place> its forward wrote");
         exec_context<place> context(current_stream());
-        const auto dz = detail::gemm_input<Prec>(detail::input_node(dz_in), context);
-        const auto w = detail::gemm_input<Prec>(detail::input_node(w_in), context);
-        detail::require_data(dz_prev, db_prev, dz, w);
+        const auto dz = gemm_input<Prec>(input_node(dz_in), context);
+        const auto w = gemm_input<Prec>(input_node(w_in), context);
+        require_data(dz_prev, dz, w);
+        if constexpr (bias_gradient) require_data(db_prev);
 #if TENET_CUDA_COMPILER
-        if constexpr (!detail::on_host<place> && (Act == activation::relu || Act == activation::gelu_tanh) &&
-                      detail::writable_in_place<Prec, place, DZPV> && detail::bias_vector<DBPV>()) {
+        if constexpr (bias_gradient && !on_host<place> && (Act == activation::relu || Act == activation::gelu_tanh) &&
+                      writable_in_place<Prec, place, DZPV> && bias_vector<DBPV>()) {
             constexpr bool relu = Act == activation::relu;
-            constexpr detail::lt_epilogue kind = relu ? detail::lt_epilogue::drelu_bgrad : detail::lt_epilogue::dgelu_tanh_bgrad;
-            constexpr std::size_t aux_ld = relu ? detail::relu_mask_row_bits(n) : detail::gelu_aux_ld(n);
-            detail::require_data(aux);
-            if (!detail::overlaps_any(dz_prev, dz, w, db_prev, aux.view()) && !detail::overlaps_any(db_prev, dz, w, aux.view()) &&
-                detail::lt_linear<kind, typename DBPV::element_type, typename Aux::element_type, aux_ld, Prec>(
-                    dz, w, dz_prev, detail::first_element(db_prev), aux.data(), context))
+            constexpr lt_epilogue kind = relu ? lt_epilogue::drelu_bgrad : lt_epilogue::dgelu_tanh_bgrad;
+            constexpr std::size_t aux_ld = relu ? relu_mask_row_bits(n) : gelu_aux_ld(n);
+            require_data(aux);
+            if (!overlaps_any(dz_prev, dz, w, db_prev, aux.view()) && !overlaps_any(db_prev, dz, w, aux.view()) &&
+                lt_linear<kind, typename DBPV::element_type, typename Aux::element_type, aux_ld, Prec>(
+                    dz, w, dz_prev, first_element(db_prev), aux.data(), context))
                 return;
         }
 #endif
-        auto& product = context.template scratch<typename Prec::accumulate, Shape<m, n>>();
-        detail::run_gemm<Prec>(dz, w, product.view(), context);
-        const auto s = std::as_const(product).view();
-        if constexpr (Act == activation::none) {
-            assign(dz_prev, s);
-            assign(db_prev, sum<0>(s));
-        } else {
-            detail::require_data(aux);
-            const auto grad = s * detail::saved_derivative<Act, m, n>(aux);
-            assign(dz_prev, grad);
-            assign(db_prev, sum<0>(grad));
-        }
+        input_act_unfused<Act, Prec, m, n>(dz_prev, db_prev, dz, w, aux, context);
     }
+}
+
+}  // namespace detail
+
+// dz_prev = (dz W) * act'(pre_prev), db_prev = sum of dz_prev's rows.
+template <activation Act, class DZP, class DBP, class DZ, class W, class Aux>
+void linear_backward_input_act(DZP&& dz_prev, DBP&& db_prev, const DZ& dz, const W& w, const Aux& aux)
+{
+    detail::input_act<Act>(tenet::destination_view(dz_prev), tenet::destination_view(db_prev), dz, w, aux);
+}
+
+// dz_prev alone, without the bias gradient (the previous Linear is inside
+// nn::Frozen): a GEMM into an f32 scratch and one fused pass.
+template <activation Act, class DZP, class DZ, class W, class Aux>
+void linear_backward_input_act(DZP&& dz_prev, const DZ& dz, const W& w, const Aux& aux)
+{
+    detail::input_act<Act>(tenet::destination_view(dz_prev), nullptr, dz, w, aux);
 }
 
 }  // namespace tenet::linalg

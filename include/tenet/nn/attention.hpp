@@ -83,6 +83,9 @@ public:
                                                     (2 * heads_shape::numel + scores_shape::numel + 2 * S::numel) * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes =
         (heads_shape::numel + scores_shape::numel + S::numel) * sizeof(storage);
+    static constexpr bool skips_null_gradients =
+        skips_null_gradients_v<in_proj_t> && skips_null_gradients_v<out_proj_t>;
+    static constexpr std::string_view kind = "MultiHeadAttention";
 
     // q/k/v, the probabilities, the context and the merged heads are kept
     // tensors (the recompute arena inside a Checkpointed segment).

@@ -71,13 +71,16 @@ public:
     // the mean and 1/stddev the forward used, and a padded batch's count of real rows
     static constexpr std::size_t activation_bytes = (2 * C + 1) * sizeof(statistic);
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "BatchNorm2d";
 
     template <class Slice>
     explicit batch_norm_layer(Slice& parameters)
         : gamma_(take(parameters)),
           beta_(take(parameters)),
           running_mean_(parameters.template take_buffer<channels, Place>()),
-          running_var_(parameters.template take_buffer<channels, Place>())
+          running_var_(parameters.template take_buffer<channels, Place>()),
+          discarded_(keeps_gradients() || !P::trainable ? 0 : 2 * padded_numel<gradient>(C), current_stream())
     {
     }
 
@@ -235,23 +238,30 @@ private:
         else return {};
     }
 
-    auto gamma_gradient()
+    // Whether the parameters' gradients are kept: affine, and not inside nn::Frozen.
+    bool keeps_gradients() const
     {
-        if constexpr (affine) return gamma_.second;
-        else return unused_dgamma_.view();
+        if constexpr (affine) return gradient_wanted(gamma_.second);
+        else return false;
     }
-    auto beta_gradient()
+
+    // dgamma and dbeta (which dx needs): the gradients, or sums discarded.
+    auto gamma_gradient() { return column_sums(0); }
+    auto beta_gradient() { return column_sums(1); }
+    auto column_sums(std::size_t which)
     {
-        if constexpr (affine) return beta_.second;
-        else return unused_dbeta_.view();
+        if constexpr (affine)
+            if (keeps_gradients()) return which == 0 ? gamma_.second : beta_.second;
+        return make_view<channels, Place>(discarded_.data() + which * padded_numel<gradient>(C));
     }
 
     parameters gamma_, beta_;
     buffer_view running_mean_, running_var_;
     Tensor<statistic, channels, Place> mean_, rstd_;
     Tensor<statistic, Shape<>, Place> count_;  // the real rows of a padded batch
-    // without affine parameters: the unused gradients of the identity scale and zero shift
-    std::conditional_t<affine, no_parameters, Tensor<gradient, channels, Place>> unused_dgamma_, unused_dbeta_;
+    // dgamma and dbeta where no gradient is kept for them (without affine
+    // parameters, or inside nn::Frozen); empty otherwise
+    buffer<gradient, Place> discarded_;
     const storage* input_ = nullptr;
     bool batch_statistics_ = true;
 };

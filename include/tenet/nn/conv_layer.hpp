@@ -185,6 +185,8 @@ public:
     static constexpr std::size_t activation_bytes = engine::kept_bytes + Operands::bytes;
     // with a fused ReLU, the masked output gradient
     static constexpr std::size_t activation_gradient_bytes = relu ? y_matrix::numel * sizeof(storage) : 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "Conv2d";
 
     template <class Slice>
     explicit conv2d_layer(Slice& parameters)
@@ -227,7 +229,7 @@ public:
             engine_.backward(dz, xo, wo, weight_.second, bias_gradient_or_none(), dxv);
             operands_.mask_input_gradient(dxv, x);
         }
-        operands_.mask_weight_gradient(weight_.second, weight_.first);
+        if (gradient_wanted(weight_.second)) operands_.mask_weight_gradient(weight_.second, weight_.first);
     }
 
     template <class F>

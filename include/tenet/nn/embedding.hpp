@@ -70,6 +70,8 @@ public:
     static constexpr std::size_t parameter_numel = weight_type::numel;
     static constexpr std::size_t activation_bytes = 0;  // it keeps a pointer to the tokens
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "Embedding";
 
     template <class Slice>
     explicit embedding_layer(Slice& parameters) : weight_(parameters)
@@ -96,6 +98,7 @@ public:
     void backward(const DY& dy, const DX&, const step_info&, Prev&)
     {
         static_assert(is_no_input_gradient<DX>, "tenet: Embedding takes the model's tokens: it must be the first layer");
+        if (!gradient_wanted(weight_.gradient())) return;  // (inside nn::Frozen)
         assign(weight_.gradient(), 0);
         scatter_add_rows(weight_.gradient(), make_view<S, Place>(tokens_), contiguous_as<output_shape>(dy));
     }
@@ -147,6 +150,8 @@ public:
     static constexpr std::size_t parameter_numel = table_type::numel;
     static constexpr std::size_t activation_bytes = 0;
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "PositionalEmbedding";
 
     template <class Slice>
     explicit positional_embedding_layer(Slice& parameters) : table_(parameters)
@@ -166,7 +171,7 @@ public:
     void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
     {
         const auto g = contiguous_as<rows>(dy);
-        assign(flat(table_.gradient()), sum<0>(g, keepdims));
+        if (gradient_wanted(table_.gradient())) assign(flat(table_.gradient()), sum<0>(g, keepdims));
         if constexpr (!is_no_input_gradient<DX>) assign(contiguous_as<rows>(dx), g);
     }
 

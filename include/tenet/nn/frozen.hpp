@@ -11,9 +11,12 @@
 //   one trains nothing) is skipped by the backward entirely: no weight or
 //   input gradient is computed for it.
 // - A Frozen layer after a trainable one must pass the input gradient on:
-//   L's backward runs with its parameter gradients pointed at a scratch of
-//   the layer's own, which is thrown away (the weight-gradient work is still
-//   spent there; the prefix case, the common one, spends none).
+//   L's backward runs with null parameter gradient views, and computes the
+//   input gradient alone (no weight-gradient GEMM; the norm layers, whose
+//   dx needs their parameters' column sums anyway, write those to a
+//   [Channels] scratch of their own). A user's layer that does not declare
+//   skips_null_gradients (nn/layer.hpp) gets a scratch for its gradients
+//   instead, thrown away: its weight-gradient work is still spent.
 // Unfreezing at run time without changing the type: a parameter group with
 // lr_scale 0 (train/parameter_groups.hpp), which still computes gradients.
 #pragma once
@@ -84,6 +87,7 @@ public:
     static constexpr std::size_t offloaded_bytes = offloaded_bytes_v<inner_t>;
     static constexpr std::size_t kept_bytes = kept_bytes_of<inner_t>();
     static constexpr std::size_t resident_activation_bytes = resident_activation_bytes_of<inner_t>();
+    static constexpr bool skips_null_gradients = true;  // (it takes no trainable parameter)
 
     template <class Slice>
     explicit frozen_layer(Slice& slice) : frozen_layer(slice, scratch_size(slice))
@@ -104,7 +108,7 @@ public:
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
         if constexpr (!is_no_input_gradient<DX>) {
-            if (scratch_.size() == 0)
+            if (!passes_gradient_)
                 throw error("tenet: Frozen: asked for its input gradient, but it was built with no trainable layer "
                             "before it (a frozen prefix, whose backward never runs): a container layer passed a "
                             "gradient through a prefix that trains nothing");
@@ -132,16 +136,19 @@ public:
     }
 
 private:
-    // A scratch for the parameter gradients when the layer may be asked for
-    // its input gradient: a trainable layer was bound before it.
+    // A scratch for the parameter gradients of a layer that cannot skip them,
+    // when it may be asked for its input gradient: a trainable layer was
+    // bound before it (before an enclosing Frozen, too).
     template <class Slice>
     static std::size_t scratch_size(const Slice& slice)
     {
-        return P::trainable && slice.has_gradients() && slice.trainable_taken() ? inner_t::parameter_numel : 0;
+        const bool passes_gradient = P::trainable && slice.trainable_taken();
+        return passes_gradient && !skips_null_gradients_v<inner_t> ? inner_t::parameter_numel : 0;
     }
 
     template <class Slice>
-    frozen_layer(Slice& slice, std::size_t scratch) : scratch_(scratch, current_stream()), inner_(bind(slice))
+    frozen_layer(Slice& slice, std::size_t scratch)
+        : passes_gradient_(P::trainable && slice.trainable_taken()), scratch_(scratch, current_stream()), inner_(bind(slice))
     {
     }
 
@@ -152,6 +159,7 @@ private:
         return inner_t(frozen);
     }
 
+    bool passes_gradient_;  // a trainable layer was bound before it
     buffer<gradient, Place> scratch_;
     inner_t inner_;
 };

@@ -17,7 +17,9 @@
 //   and, for a layer with buffers (state that is not a parameter: BatchNorm's
 //   running statistics), buffer_numel (f32 elements it takes from the model's
 //   flat buffer store, padded) and for_each_buffer(f, prefix): f(name, view);
-//   with frozen parameters (nn::Frozen), frozen_numel (see parameter_slice).
+//   with frozen parameters (nn::Frozen), frozen_numel (see parameter_slice);
+//   and skips_null_gradients where its backward skips parameter gradients
+//   bound null (skips_null_gradients_v below).
 // Shapes, byte counts and parameter layout are all compile-time. The
 // concepts layer_spec and layer below state this; Sequential and model check
 // every layer against it (detail::check_layer_spec: one tenet: line naming a
@@ -33,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace tenet::nn {
@@ -253,6 +256,36 @@ inline constexpr std::size_t frozen_count_v = 0;
 template <class L>
     requires requires { L::frozen_count; }
 inline constexpr std::size_t frozen_count_v<L> = L::frozen_count;
+
+// Whether a layer's backward computes only its input gradient when the
+// gradient views its parameters were bound with are null (a layer inside
+// nn::Frozen): no weight-gradient GEMM, no gradient memory. A layer says so
+// with `static constexpr bool skips_null_gradients = true;` (containers: when
+// every child does); one that takes no parameters has nothing to skip.
+// Frozen hands any other layer a scratch for the gradients it writes.
+template <class L>
+inline constexpr bool skips_null_gradients_v = L::parameter_numel == 0 && frozen_numel_v<L> == 0;
+template <class L>
+    requires requires { L::skips_null_gradients; }
+inline constexpr bool skips_null_gradients_v<L> = L::skips_null_gradients;
+
+// The kind of layer a leaf is, as parameter groups select it
+// (train::parameter_group::layer): "Linear", "Conv2d", "LayerNorm",
+// "BatchNorm2d", "Embedding", "PositionalEmbedding", "MultiHeadAttention",
+// "PatchEmbed" for the built-ins; a user's layer names its own with
+// `static constexpr std::string_view kind = "...";`, else it has none ("").
+template <class L>
+inline constexpr std::string_view layer_kind_v{};
+template <class L>
+    requires requires { std::string_view{L::kind}; }
+inline constexpr std::string_view layer_kind_v<L> = L::kind;
+
+// Whether a gradient view is bound (false inside nn::Frozen).
+template <class View>
+bool gradient_wanted(const View& gradient)
+{
+    return gradient.data() != nullptr;
+}
 
 // What every forward and backward of one step shares.
 struct step_info {

@@ -54,10 +54,16 @@ public:
     static constexpr std::size_t activation_bytes = 2 * rows::numel * sizeof(f32);
     static constexpr std::size_t activation_gradient_bytes = 0;
     static constexpr std::size_t kept_bytes = 2 * kept_tensor<f32, rows, Place>::arena_bytes;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "LayerNorm";
 
     template <class Slice>
     explicit layer_norm_layer(Slice& parameters)
-        : gamma_(take(parameters)), beta_(take(parameters)), mean_(parameters), rstd_(parameters)
+        : gamma_(take(parameters)),
+          beta_(take(parameters)),
+          discarded_(keeps_gradients() || !P::trainable ? 0 : 2 * padded_numel<gradient>(N), current_stream()),
+          mean_(parameters),
+          rstd_(parameters)
     {
     }
 
@@ -108,10 +114,6 @@ public:
 private:
     using views = decltype(std::declval<parameter_slice<storage, gradient>&>().template take<Shape<N>, Place>());
     struct no_parameters {};
-    // unused gradients of the identity scale and zero shift (no affine parameters)
-    struct discarded {
-        Tensor<gradient, Shape<N>, Place> dgamma, dbeta;
-    };
     using parameters = std::conditional_t<affine, views, no_parameters>;
 
     template <class Slice>
@@ -125,16 +127,32 @@ private:
     void backward_into(const DY& dy, const DX& dx)
     {
         const auto x = make_view<matrix, Place>(input_);
+        const auto gamma = [&] {
+            if constexpr (affine) return gamma_.first;
+            else return full<Shape<N>>(1.0f);
+        }();
+        layernorm_backward(dx, column_sums(0), column_sums(1), contiguous_as<matrix>(dy), x, mean_.view(), rstd_.view(),
+                           gamma);
+    }
+
+    // Whether the parameters' gradients are kept: affine, and not inside nn::Frozen.
+    bool keeps_gradients() const
+    {
+        if constexpr (affine) return gradient_wanted(gamma_.second);
+        else return false;
+    }
+
+    // Where the backward writes dgamma (0) and dbeta (1): the gradients, or
+    // sums computed alongside dx and discarded.
+    auto column_sums(std::size_t which)
+    {
         if constexpr (affine)
-            layernorm_backward(dx, gamma_.second, beta_.second, contiguous_as<matrix>(dy), x, mean_.view(), rstd_.view(),
-                               gamma_.first);
-        else
-            layernorm_backward(dx, discarded_.dgamma.view(), discarded_.dbeta.view(), contiguous_as<matrix>(dy), x,
-                               mean_.view(), rstd_.view(), full<Shape<N>>(1.0f));
+            if (keeps_gradients()) return which == 0 ? gamma_.second : beta_.second;
+        return make_view<Shape<N>, Place>(discarded_.data() + which * padded_numel<gradient>(N));
     }
 
     parameters gamma_, beta_;
-    std::conditional_t<affine, no_parameters, discarded> discarded_;
+    buffer<gradient, Place> discarded_;  // (empty when the gradients are kept)
     kept_tensor<f32, rows, Place> mean_, rstd_;
     const storage* input_ = nullptr;
 };

@@ -122,6 +122,8 @@ public:
     static constexpr std::size_t activation_bytes = has_aux ? sizeof(typename aux_tensor::element_type) * aux_tensor::numel : 0;
     static constexpr std::size_t activation_gradient_bytes = 0;
     static constexpr std::size_t kept_bytes = aux_type::arena_bytes;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "Linear";
 
     template <class Slice>
     explicit linear_layer(Slice& parameters) : params_(parameters), aux_(parameters)
@@ -151,14 +153,20 @@ public:
     {
         const auto dz = contiguous_as<y_matrix>(dy);
         const auto x = make_view<x_matrix, Place>(input_);
-        if constexpr (has_aux) linalg::linear_backward_weights(params_.weight.second, dz, x);
-        else linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, x);
+        if (gradient_wanted(params_.weight.second)) {  // (not inside nn::Frozen)
+            if constexpr (has_aux) linalg::linear_backward_weights(params_.weight.second, dz, x);
+            else linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, x);
+        }
         if constexpr (!is_no_input_gradient<DX>) {
             const auto dxm = contiguous_as<x_matrix>(dx);
-            if constexpr (Prev::wants_preactivation_gradient)
-                linalg::linear_backward_input_act<Prev::activation>(dxm, prev.bias_gradient(), dz, params_.weight.first,
-                                                                   prev.aux());
-            else linalg::linear_backward_input(dxm, dz, params_.weight.first);
+            if constexpr (Prev::wants_preactivation_gradient) {
+                if (gradient_wanted(prev.bias_gradient()))
+                    linalg::linear_backward_input_act<Prev::activation>(dxm, prev.bias_gradient(), dz,
+                                                                       params_.weight.first, prev.aux());
+                else linalg::linear_backward_input_act<Prev::activation>(dxm, dz, params_.weight.first, prev.aux());
+            } else {
+                linalg::linear_backward_input(dxm, dz, params_.weight.first);
+            }
         }
     }
 

@@ -53,6 +53,8 @@ public:
     static constexpr std::size_t parameter_numel = proj_t::parameter_numel;
     static constexpr std::size_t activation_bytes = proj_t::activation_bytes + patches_shape::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = patches_shape::numel * sizeof(storage);
+    static constexpr bool skips_null_gradients = skips_null_gradients_v<proj_t>;
+    static constexpr std::string_view kind = "PatchEmbed";
 
     template <class Slice>
     explicit patch_embed_layer(Slice& parameters) : proj_(parameters)

@@ -51,6 +51,7 @@ public:
     static constexpr std::size_t buffer_numel = buffer_numel_v<inner_t>;
     static constexpr std::size_t frozen_numel = frozen_numel_v<inner_t>;
     static constexpr std::size_t frozen_count = frozen_count_v<inner_t>;
+    static constexpr bool skips_null_gradients = skips_null_gradients_v<inner_t>;
     static constexpr std::size_t activation_bytes = inner_t::activation_bytes + S::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = inner_t::activation_gradient_bytes;
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<inner_t>;

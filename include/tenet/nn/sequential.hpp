@@ -254,6 +254,7 @@ public:
     static constexpr std::size_t buffer_numel = (std::size_t{0} + ... + buffer_numel_v<child_t<I>>);
     static constexpr std::size_t frozen_numel = (std::size_t{0} + ... + frozen_numel_v<child_t<I>>);
     static constexpr std::size_t frozen_count = (std::size_t{0} + ... + frozen_count_v<child_t<I>>);
+    static constexpr bool skips_null_gradients = (skips_null_gradients_v<child_t<I>> && ...);
     static constexpr std::size_t activation_bytes =
         Recompute ? children_resident_bytes : between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;

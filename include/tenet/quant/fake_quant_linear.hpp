@@ -55,6 +55,8 @@ public:
     // xq, wq, and with an activation its input z and the gradient dz.
     static constexpr std::size_t activation_bytes = operands_type::bytes + 2 * z_tensor::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "Linear";
 
     template <class Slice>
     explicit fake_quant_linear_layer(Slice& parameters)
@@ -99,8 +101,10 @@ public:
                 return dy;
             }
         }();
-        linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, xo);
-        fq_.mask_weight_gradient(params_.weight.second, params_.weight.first);
+        if (nn::gradient_wanted(params_.weight.second)) {  // (not inside nn::Frozen)
+            linalg::linear_backward_weights(params_.weight.second, params_.bias.second, dz, xo);
+            fq_.mask_weight_gradient(params_.weight.second, params_.weight.first);
+        }
         if constexpr (!nn::is_no_input_gradient<DX>) {
             const auto dx = nn::contiguous_as<x_matrix>(dx_in);
             linalg::linear_backward_input(dx, dz, wo);

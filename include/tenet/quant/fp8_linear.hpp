@@ -56,6 +56,8 @@ public:
         sizeof(f32) * (x_matrix::numel + w_shape::numel + (has_activation ? 2 : 1) * y_matrix::numel) +
         2 * forward_scaling::bytes + backward_scaling::bytes;
     static constexpr std::size_t activation_gradient_bytes = 0;
+    static constexpr bool skips_null_gradients = true;
+    static constexpr std::string_view kind = "Linear";
 
     template <class Slice>
     explicit fp8_linear_layer(Slice& parameters)
@@ -101,8 +103,10 @@ public:
         const auto dz = preactivation_gradient(nn::contiguous_as<y_matrix>(dy));
         quantize_dequantize(g_, dz, gradient_scaling_);
         record_amax(gradient_scaling_, tenet::max(abs(dz)));
-        assign(params_.bias.second, sum<0>(dz));
-        linalg::linear_backward_weights(params_.weight.second, g_, x_);
+        if (nn::gradient_wanted(params_.weight.second)) {  // (not inside nn::Frozen)
+            assign(params_.bias.second, sum<0>(dz));
+            linalg::linear_backward_weights(params_.weight.second, g_, x_);
+        }
         if constexpr (!nn::is_no_input_gradient<DX>) linalg::linear_backward_input(nn::contiguous_as<x_matrix>(dx), g_, w_);
     }
 

@@ -117,7 +117,7 @@ public:
           master_(separate_master ? shard_.size() : 0, current_stream()),
           slots_(Rule::slots * shard_.size(), current_stream()),
           state_(1, current_stream()),
-          names_(detail::trainable_parameter_names(model)),
+          parameters_(detail::trainable_parameters(model)),
           segments_(detail::trainable_segments(model).size(), current_stream()),
           ranges_(options_.groups.given() ? detail::shard_ranges(detail::trainable_segments(model), numel, shard_).size() : 0,
                   current_stream()),
@@ -411,7 +411,7 @@ public:
     std::vector<std::pair<std::string, parameter_setting>> parameter_settings() const
     {
         std::vector<std::pair<std::string, parameter_setting>> out;
-        for (std::size_t p = 0; p < names_.size(); ++p) out.emplace_back(names_[p].first, settings_[p]);
+        for (std::size_t p = 0; p < parameters_.size(); ++p) out.emplace_back(parameters_[p].name, settings_[p]);
         return out;
     }
 
@@ -510,7 +510,7 @@ private:
         } else {
             for (const parameter_group& g : groups.groups)
                     if (g.weight_decay)
-                        throw error(std::string("tenet: parameter group '") + g.pattern + "' sets a weight decay, "
+                        throw error("tenet: parameter group " + detail::group_name(g) + " sets a weight decay, "
                                     "which the rule " + Rule::name + " does not have");
             return 0.0f;
         }
@@ -520,13 +520,10 @@ private:
     // and writes the settings into the segments and ranges in the model's place.
     void upload_settings(const parameter_groups& groups, bool grouped)
     {
-        std::vector<std::string> names;
-        std::vector<std::size_t> ranks;
-        for (const auto& [name, rank] : names_) names.push_back(name), ranks.push_back(rank);
         const float decay = rule_decay(groups);
         std::vector<parameter_setting> settings =
-            grouped ? resolve_groups(groups, names, ranks, decay)
-                   : std::vector<parameter_setting>(names.size(), parameter_setting{1.0f, decay});
+            grouped ? resolve_groups(groups, parameters_, decay)
+                   : std::vector<parameter_setting>(parameters_.size(), parameter_setting{1.0f, decay});
         std::vector<detail::segment> list = detail::trainable_segments(model_);
         for (std::size_t p = 0; p < list.size(); ++p) {
             list[p].lr_scale = settings[p].lr_scale;
@@ -585,7 +582,7 @@ private:
     buffer<master_type, place> master_;
     buffer<master_type, place> slots_;
     buffer<step_state, place> state_;
-    std::vector<std::pair<std::string, std::size_t>> names_;  // each parameter's name and rank
+    std::vector<parameter_identity> parameters_;  // each trainable parameter's name, rank and layer kind
     std::vector<parameter_setting> settings_;                // each parameter's, as the update reads them
     buffer<detail::segment, place> segments_;
     buffer<detail::segment, place> ranges_;  // with groups: the update's ranges of this shard

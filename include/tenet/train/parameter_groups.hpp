@@ -6,6 +6,7 @@
 //   o.groups = train::parameter_groups{{
 //       {.pattern = "0.*", .lr_scale = 0.1f},               // the backbone at a tenth of the rate
 //       {.pattern = "4.weight", .weight_decay = 0.05f},     // the head's weights decay more
+//       {.lr_scale = 2.0f, .layer = "*Norm*"},              // every LayerNorm and BatchNorm2d
 //   }};
 //
 // How a parameter's settings are found (torch.optim's param_groups, timm's
@@ -15,9 +16,12 @@
 //   decay_biases_and_norms is set. That is the default once any group is
 //   given (a single {"*"} gives it alone); an optimizer given no groups
 //   decays every parameter, as torch.optim.AdamW(model.parameters()) does.
-// - The first group whose pattern matches the name gives the rate multiplier
+// - The first group that selects a parameter gives the rate multiplier
 //   and, for parameters that decay, the weight decay (unset: the rule's).
-//   Patterns are globs over the whole name: '*' any run, '?' one character.
+//   A group selects by name (`pattern`), by the kind of layer that holds
+//   the parameter (`layer`: nn::layer_kind_v, "Linear", "LayerNorm", ...),
+//   or both; an empty one selects any. Both are globs over the whole text:
+//   '*' any run, '?' one character.
 //   A group that matches no parameter is an error (a misspelt name would
 //   otherwise train silently with the defaults).
 // - lr_scale 0 stops a parameter's updates at run time (gradual unfreezing:
@@ -37,9 +41,10 @@
 namespace tenet::train {
 
 struct parameter_group {
-    std::string pattern{};              // glob over parameter names ("0.*", "*.bias", "3.?.weight")
+    std::string pattern{};              // glob over parameter names ("0.*", "*.bias", "3.?.weight"); empty: any
     float lr_scale = 1.0f;              // multiplies the schedule's rate; 0 stops updates
     std::optional<float> weight_decay{};  // replaces the rule's; unset: the rule's
+    std::string layer{};                // glob over layer kinds ("LayerNorm", "*Norm*", "Conv2d"); empty: any
 };
 
 struct parameter_groups {
@@ -73,6 +78,14 @@ struct parameter_setting {
     float weight_decay = 0.0f;
 };
 
+// A trainable parameter as groups see it: its name, rank and the kind of
+// the layer that holds it (nn::layer_kind_v; "" where unknown).
+struct parameter_identity {
+    std::string name;
+    std::size_t rank = 0;
+    std::string kind{};
+};
+
 namespace detail {
 
 // Whether `name` matches the glob `pattern` as a whole ('*', '?').
@@ -96,46 +109,63 @@ inline bool glob_match(std::string_view pattern, std::string_view name)
     return p == pattern.size();
 }
 
+// How a group is named in messages: its pattern and layer kind.
+inline std::string group_name(const parameter_group& group)
+{
+    std::string out = "'" + (group.pattern.empty() ? std::string("*") : group.pattern) + "'";
+    return group.layer.empty() ? out : out + " (layer " + group.layer + ")";
+}
+
+inline bool selects(const parameter_group& group, const parameter_identity& p)
+{
+    return (group.pattern.empty() || glob_match(group.pattern, p.name)) &&
+           (group.layer.empty() || glob_match(group.layer, p.kind));
+}
+
 inline void check_groups(const parameter_groups& g)
 {
     for (const parameter_group& group : g.groups) {
+        if (group.pattern.empty() && group.layer.empty())
+            throw error("tenet: a parameter group selects nothing: give it a pattern, a layer kind, or \"*\"");
         if (!(group.lr_scale >= 0.0f && std::isfinite(group.lr_scale)))
-            throw error("tenet: parameter group '" + group.pattern + "': lr_scale " + std::to_string(group.lr_scale) +
+            throw error("tenet: parameter group " + group_name(group) + ": lr_scale " + std::to_string(group.lr_scale) +
                         " must be >= 0 and finite");
         if (group.weight_decay && !(*group.weight_decay >= 0.0f && std::isfinite(*group.weight_decay)))
-            throw error("tenet: parameter group '" + group.pattern + "': weight_decay " +
+            throw error("tenet: parameter group " + group_name(group) + ": weight_decay " +
                         std::to_string(*group.weight_decay) + " must be >= 0 and finite");
     }
 }
 
 }  // namespace detail
 
-// The settings of every parameter, in order, from their names and ranks;
-// rule_decay is the rule's weight decay. Throws when a group matches nothing.
-inline std::vector<parameter_setting> resolve_groups(const parameter_groups& g, const std::vector<std::string>& names,
-                                                     const std::vector<std::size_t>& ranks, float rule_decay)
+// The settings of every parameter, in order, from their names, ranks and
+// layer kinds; rule_decay is the rule's weight decay. Throws when a group
+// selects nothing.
+inline std::vector<parameter_setting> resolve_groups(const parameter_groups& g,
+                                                     const std::vector<parameter_identity>& parameters, float rule_decay)
 {
     detail::check_groups(g);
     std::vector<bool> used(g.groups.size(), false);
     std::vector<parameter_setting> out;
-    for (std::size_t p = 0; p < names.size(); ++p) {
+    for (const parameter_identity& p : parameters) {
         parameter_setting s{1.0f, rule_decay};
         std::size_t k = 0;
-        while (k < g.groups.size() && !detail::glob_match(g.groups[k].pattern, names[p])) ++k;
+        while (k < g.groups.size() && !detail::selects(g.groups[k], p)) ++k;
         if (k < g.groups.size()) {
             used[k] = true;
             s.lr_scale = g.groups[k].lr_scale;
             if (g.groups[k].weight_decay) s.weight_decay = *g.groups[k].weight_decay;
         }
-        if (ranks[p] <= 1 && !g.decay_biases_and_norms) s.weight_decay = 0.0f;
+        if (p.rank <= 1 && !g.decay_biases_and_norms) s.weight_decay = 0.0f;
         out.push_back(s);
     }
     for (std::size_t k = 0; k < g.groups.size(); ++k)
         if (!used[k]) {
             std::string list;
-            for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-            throw error("tenet: parameter group '" + g.groups[k].pattern +
-                        "' matches no parameter (or only ones an earlier group took); the parameters: " + list);
+            for (const parameter_identity& p : parameters)
+                list += (list.empty() ? "" : ", ") + p.name + (p.kind.empty() ? "" : " (" + p.kind + ")");
+            throw error("tenet: parameter group " + detail::group_name(g.groups[k]) +
+                        " selects no parameter (or only ones an earlier group took); the parameters: " + list);
         }
     return out;
 }

@@ -3,24 +3,39 @@
 #pragma once
 
 #include "fused_update.hpp"
+#include "parameter_groups.hpp"
 #include "parameter_shard.hpp"
+#include "../nn/layer.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace tenet::train::detail {
 
-// Every trainable parameter's name and rank, in the model's order.
+// Every trainable parameter's name, rank and layer kind, in the model's
+// order. The kinds come from the leaf layers (model::for_each_layer), each
+// parameter known by where its values start.
 template <class Model>
-std::vector<std::pair<std::string, std::size_t>> trainable_parameter_names(Model& model)
+std::vector<parameter_identity> trainable_parameters(Model& model)
 {
-    std::vector<std::pair<std::string, std::size_t>> out;
+    std::map<const void*, std::string_view> kinds;
+    if constexpr (requires { model.for_each_layer([](auto&) {}); })
+        model.for_each_layer([&](auto& layer) {
+            constexpr std::string_view kind = nn::layer_kind_v<std::remove_cvref_t<decltype(layer)>>;
+            layer.for_each_parameter([&](const std::string&, auto value, auto) { kinds[value.data()] = kind; }, "");
+        });
+    std::vector<parameter_identity> out;
     model.for_each_parameter([&](const std::string& name, auto value, auto) {
-        if (!model.is_frozen(value.data())) out.emplace_back(name, decltype(value)::shape::rank);
+        if (model.is_frozen(value.data())) return;
+        const auto kind = kinds.find(value.data());
+        out.push_back({name, decltype(value)::shape::rank, std::string(kind == kinds.end() ? "" : kind->second)});
     });
     return out;
 }

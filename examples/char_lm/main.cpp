@@ -17,7 +17,12 @@
 //
 //   char_lm [--text PATH]... [--steps N] [--batch B] [--lr LR] [--policy fp32|bf16|fp16]
 //           [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]
-//           [--seed S] [--host] [--max-bits-per-char X]
+//           [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]
+//
+// --log-dir DIR writes TensorBoard event files (DIR/char_lm.<policy>): at
+// every report the training loss (nats and bits per character), the
+// validation loss, learning rate, gradient norm (where the step computes
+// it), loss scale, skipped steps and samples (windows) per second.
 //
 // With --max-bits-per-char it exits 1 when the final validation figure is
 // above X. It runs on the GPU when built with CUDA and one is present,
@@ -34,7 +39,7 @@ namespace {
     std::cerr << "char_lm: " << why << "\n"
               << "usage: char_lm [--text PATH]... [--steps N] [--lr LR] [--policy fp32|bf16|fp16]\n"
               << "               [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]\n"
-              << "               [--seed S] [--host] [--max-bits-per-char X]\n";
+              << "               [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]\n";
     std::exit(2);
 }
 
@@ -58,6 +63,7 @@ options parse(int argc, char** argv)
         else if (arg == "--seed") o.seed = std::stoull(value());
         else if (arg == "--host") o.host = true;
         else if (arg == "--max-bits-per-char") o.max_bits_per_char = std::stod(value());
+        else if (arg == "--log-dir") o.log_dir = value();
         else usage("unknown argument " + arg);
     }
     if (o.texts.empty())

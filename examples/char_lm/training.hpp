@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -48,6 +49,7 @@ struct options {
     std::uint64_t seed = 1;
     bool host = false;
     double max_bits_per_char = 0;  // 0: no limit
+    std::string log_dir;           // TensorBoard event files ("": none)
 };
 
 inline i32 token_of(unsigned char c) { return c < vocab ? static_cast<i32>(c) : static_cast<i32>('?'); }
@@ -157,9 +159,11 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
         for (std::size_t b = 0; b < batch; ++b)
             validation[v].place(text, b, split + (v * batch + b) * span / (validation_batches * batch));
 
+    std::unique_ptr<profile::tensorboard_writer> log;
+    if (!o.log_dir.empty()) log = std::make_unique<profile::tensorboard_writer>(o.log_dir + "/char_lm." + o.policy);
     std::mt19937_64 rng(o.seed);
     windows w;
-    profile::host_timer timer;
+    profile::host_timer timer, since_report;
     double train_nats = 0, val_nats = 0;
     for (std::size_t step = 1; step <= o.steps; ++step) {
         w.fill(text, 0, split, rng);
@@ -167,11 +171,21 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
                      in_place<f32, tokens_shape, Place>(w.valid));
         if (step % o.eval_every == 0 || step == o.steps) {
             train_nats = trainer.mean_loss();
+            const double steps_reported = static_cast<double>(step % o.eval_every == 0 ? o.eval_every : step % o.eval_every);
+            const double windows_per_second = steps_reported * batch / since_report.seconds();  // (before validating)
             for (auto& v : validation)
                 trainer.evaluate(in_place<i32, tokens_shape, Place>(v.tokens), in_place<i32, tokens_shape, Place>(v.labels),
                                  in_place<f32, tokens_shape, Place>(v.valid));
             val_nats = trainer.evaluation_loss();
             trainer.reset_metrics();  // the next report's window starts here
+            if (log) {
+                const auto at = static_cast<std::int64_t>(step);
+                train::log_progress(*log, trainer.state(), train_nats, at, windows_per_second);
+                log->scalar("train/bits_per_char", train_nats / std::log(2.0), at);
+                log->scalar("validation/loss", val_nats, at);
+                log->scalar("validation/bits_per_char", val_nats / std::log(2.0), at);
+            }
+            since_report.restart();
             std::printf("%8zu %14.4f %14.4f %14.3f %14.3f %10.1f\n", step, train_nats, val_nats, train_nats / std::log(2.0),
                         val_nats / std::log(2.0), timer.seconds());
             std::fflush(stdout);

@@ -18,7 +18,13 @@
 //                 [--prune-epochs N] [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]
 //                 [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N] [--al-steps N]
 //                 [--al-strategies random,entropy,margin,least_confidence]
-//                 [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH]
+//                 [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH] [--log-dir DIR]
+//
+// --log-dir DIR writes TensorBoard event files, one run per model and
+// policy (DIR/mlp.fp32, ...): loss, learning rate, gradient norm (where the
+// step computes it), loss scale, skipped steps and samples/s at each
+// progress update; train loss, train and test accuracy and samples/s per
+// epoch (the accuracies cost an evaluation of both sets per epoch).
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
@@ -90,7 +96,7 @@ namespace {
               << "                     [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]\n"
               << "                     [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N]\n"
               << "                     [--al-steps N] [--al-strategies random,entropy,margin,least_confidence]\n"
-              << "                     [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH]\n";
+              << "                     [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH] [--log-dir DIR]\n";
     std::exit(2);
 }
 
@@ -154,6 +160,7 @@ options parse(int argc, char** argv)
         else if (arg == "--lr-find") o.lr_find = true;
         else if (arg == "--lr-find-steps") o.lr_find_steps = std::stoul(value());
         else if (arg == "--lr-find-csv") o.lr_find_csv = value();
+        else if (arg == "--log-dir") o.log_dir = value();
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")

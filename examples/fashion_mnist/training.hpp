@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <ratio>
 #include <sstream>
@@ -76,6 +77,7 @@ struct options {
     bool lr_find = false;  // the learning-rate range test instead of training
     std::size_t lr_find_steps = 100;
     std::string lr_find_csv = "lr_find.csv";
+    std::string log_dir;  // TensorBoard event files, one run per model and policy ("" : none)
 };
 
 // This rank's share of the loaders' batches (all of them without data parallelism).
@@ -136,11 +138,20 @@ auto model_input(Trainer& trainer, const X& x)
     return reshape<typename std::remove_reference_t<decltype(trainer.model())>::input_shape>(x);
 }
 
+// What a training run writes for TensorBoard (--log-dir): the progress
+// scalars at each progress-bar update, and after each epoch what
+// `each_epoch` adds (called on every rank: its evaluations are summed over
+// ranks; `writer` is rank 0's, null elsewhere).
+struct run_log {
+    std::unique_ptr<profile::tensorboard_writer> writer;
+    std::function<void(std::size_t epoch, std::int64_t step, double train_loss, double samples_per_second)> each_epoch;
+};
+
 // Epochs of training with a progress bar each; returns the seconds spent.
 template <class Trainer, class Loader>
 double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, std::size_t epochs,
                     std::size_t total_samples, const options& o, std::uint64_t first_epoch = 0,
-                    const std::function<void(std::size_t step)>& each_step = {})
+                    const std::function<void(std::size_t step)>& each_step = {}, const run_log* log = nullptr)
 {
     typename Loader::batch b;
     const std::size_t steps_per_epoch = batches.batches_per_epoch();
@@ -157,12 +168,20 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
             if (each_step) each_step(epoch * steps_per_epoch + done);
             if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
                 loss = trainer.mean_loss();
-                bar.update(done, loss, static_cast<double>(done * batch * trainer.world_size()) / timer.seconds());
+                const double rate = static_cast<double>(done * batch * trainer.world_size()) / timer.seconds();
+                bar.update(done, loss, rate);
+                if (log && log->writer)
+                    train::log_progress(*log->writer, trainer.state(), loss,
+                                        static_cast<std::int64_t>((first_epoch + epoch) * steps_per_epoch + done), rate);
             }
         }
         loss = trainer.end_epoch().mean_loss;  // the epoch's mean, and a new window
-        seconds += timer.seconds();
-        bar.finish(loss, static_cast<double>(total_samples) / timer.seconds());
+        const double epoch_seconds = timer.seconds();
+        seconds += epoch_seconds;
+        bar.finish(loss, static_cast<double>(total_samples) / epoch_seconds);
+        if (log && log->each_epoch)
+            log->each_epoch(epoch, static_cast<std::int64_t>((first_epoch + epoch + 1) * steps_per_epoch), loss,
+                            static_cast<double>(total_samples) / epoch_seconds);
     }
     return seconds;
 }
@@ -217,7 +236,23 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
                                                            o.augment_flip, o.seed);
     data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream(),
                                                                 shard_of(o));
-    const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o);
+    run_log log;
+    std::optional<data::batch_loader<storage, batch, 784, Place>> train_in_order;  // (train accuracy, --log-dir)
+    if (!o.log_dir.empty()) {
+        if (trainer.rank() == 0)
+            log.writer = std::make_unique<profile::tensorboard_writer>(o.log_dir + "/" + name_of<Net>() + "." + name);
+        train_in_order.emplace(set.train, data::normalize_pixels{}, trainer.stream(), shard_of(o));
+        log.each_epoch = [&](std::size_t, std::int64_t step, double train_loss, double samples_per_second) {
+            const double test = test_accuracy(trainer, test_batches);
+            const double train = test_accuracy(trainer, *train_in_order);
+            if (!log.writer) return;
+            log.writer->scalar("epoch/train_loss", train_loss, step);
+            log.writer->scalar("epoch/train_accuracy", train, step);
+            log.writer->scalar("epoch/test_accuracy", test, step);
+            log.writer->scalar("epoch/samples_per_second", samples_per_second, step);
+        };
+    }
+    const double train_seconds = train_epochs(trainer, train_batches, name, epochs, set.train.count, o, 0, {}, &log);
     const double accuracy = test_accuracy(trainer, test_batches);
     const std::string suffix = (std::is_same_v<Net, mlp> ? std::string(".") : "." + std::string(name_of<Net>()) + ".") + name;
     if (!o.save.empty()) trainer.save(o.save + suffix);

@@ -10,4 +10,5 @@
 #include "lr_schedule.hpp"
 #include "optimizer.hpp"
 #include "parameter_groups.hpp"
+#include "tensorboard_scalars.hpp"
 #include "trainer.hpp"

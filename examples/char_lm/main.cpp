@@ -18,11 +18,16 @@
 //   char_lm [--text PATH]... [--steps N] [--batch B] [--lr LR] [--policy fp32|bf16|fp16]
 //           [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]
 //           [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]
+//           [--profile] [--profile-json PATH] [--trace PATH]
 //
 // --log-dir DIR writes TensorBoard event files (DIR/char_lm.<policy>): at
 // every report the training loss (nats and bits per character), the
 // validation loss, learning rate, gradient norm (where the step computes
 // it), loss scale, skipped steps and samples (windows) per second.
+//
+// --profile prints where steps 4 to 23 spent their time, layer by layer
+// (train::step_profiler), --profile-json PATH writes it as JSON, --trace
+// PATH writes steps 1 to 23 as a Chrome trace (Perfetto, chrome://tracing).
 //
 // With --max-bits-per-char it exits 1 when the final validation figure is
 // above X. It runs on the GPU when built with CUDA and one is present,
@@ -39,7 +44,8 @@ namespace {
     std::cerr << "char_lm: " << why << "\n"
               << "usage: char_lm [--text PATH]... [--steps N] [--lr LR] [--policy fp32|bf16|fp16]\n"
               << "               [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]\n"
-              << "               [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]\n";
+              << "               [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]\n"
+              << "               [--profile] [--profile-json PATH] [--trace PATH]\n";
     std::exit(2);
 }
 
@@ -64,6 +70,9 @@ options parse(int argc, char** argv)
         else if (arg == "--host") o.host = true;
         else if (arg == "--max-bits-per-char") o.max_bits_per_char = std::stod(value());
         else if (arg == "--log-dir") o.log_dir = value();
+        else if (arg == "--profile") o.profile = true;
+        else if (arg == "--profile-json") o.profile_json = value();
+        else if (arg == "--trace") o.trace = value();
         else usage("unknown argument " + arg);
     }
     if (o.texts.empty())

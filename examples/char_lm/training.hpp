@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <random>
@@ -50,6 +51,9 @@ struct options {
     bool host = false;
     double max_bits_per_char = 0;  // 0: no limit
     std::string log_dir;           // TensorBoard event files ("": none)
+    bool profile = false;          // print the per-layer profile of steps 4 to 23
+    std::string profile_json;      // and write it as JSON ("": not)
+    std::string trace;             // a Chrome trace of those steps ("": none)
 };
 
 inline i32 token_of(unsigned char c) { return c < vocab ? static_cast<i32>(c) : static_cast<i32>('?'); }
@@ -134,6 +138,18 @@ std::string sample(const Trained& trained, const options& o, bool greedy, std::u
     return text;
 }
 
+// --profile, --profile-json: the table on stdout, the JSON to its file.
+inline void report_profile(const profile::layer_profile& p, const options& o)
+{
+    if (o.profile) std::printf("\n%s\n", p.table(30).c_str());  // (--profile-json has every row)
+    if (!o.profile_json.empty()) {
+        std::ofstream json(o.profile_json, std::ios::binary);
+        json << p.json();
+        if (!json) throw io_error(o.profile_json, "cannot write the profile");
+    }
+    if (!o.trace.empty()) std::printf("trace of steps 1 to %zu in %s\n\n", p.steps() + 3, o.trace.c_str());
+}
+
 template <class P, class Place>
 int run(const options& o, const std::vector<i32>& text, const char* where)
 {
@@ -161,14 +177,22 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
 
     std::unique_ptr<profile::tensorboard_writer> log;
     if (!o.log_dir.empty()) log = std::make_unique<profile::tensorboard_writer>(o.log_dir + "/char_lm." + o.policy);
+    const bool profiling = o.profile || !o.profile_json.empty() || !o.trace.empty();
+    train::step_profiler watch(trainer, profiling ? train::step_profiler_options{.trace_path = o.trace,
+                                                                                   .peak = linalg::measure_peak<Place, typename P::storage>()}
+                                                  : train::step_profiler_options{.warmup_steps = 0, .steps = 0});
     std::mt19937_64 rng(o.seed);
     windows w;
     profile::host_timer timer, since_report;
     double train_nats = 0, val_nats = 0;
     for (std::size_t step = 1; step <= o.steps; ++step) {
-        w.fill(text, 0, split, rng);
+        {
+            const auto wait = watch.data_wait();
+            w.fill(text, 0, split, rng);
+        }
         trainer.step(in_place<i32, tokens_shape, Place>(w.tokens), in_place<i32, tokens_shape, Place>(w.labels),
                      in_place<f32, tokens_shape, Place>(w.valid));
+        if (watch.step_done()) report_profile(watch.profile(), o);
         if (step % o.eval_every == 0 || step == o.steps) {
             train_nats = trainer.mean_loss();
             const double steps_reported = static_cast<double>(step % o.eval_every == 0 ? o.eval_every : step % o.eval_every);
@@ -190,6 +214,10 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
                         val_nats / std::log(2.0), timer.seconds());
             std::fflush(stdout);
         }
+    }
+    if (watch.watching()) {  // (--steps below the profiled steps)
+        if (watch.finish()) report_profile(watch.profile(), o);
+        else std::printf("profile: training ended within the warm-up steps: nothing counted\n");
     }
     const double seconds = timer.seconds();
     const double val_bits = val_nats / std::log(2.0);

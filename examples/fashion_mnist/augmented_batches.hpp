@@ -53,6 +53,9 @@ public:
 
     std::size_t batches_per_epoch() const noexcept { return raw_.batches_per_epoch(); }
 
+    // A profiler told of each batch's fill and host-to-device copy (null: none).
+    void observe(profile::step_observer* observer) noexcept { raw_.observe(observer); }
+
     void start_epoch(std::uint64_t seed, std::uint64_t epoch, bool shuffle = true)
     {
         raw_.start_epoch(seed, epoch, shuffle);

@@ -19,12 +19,21 @@
 //                 [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N] [--al-steps N]
 //                 [--al-strategies random,entropy,margin,least_confidence]
 //                 [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH] [--log-dir DIR]
+//                 [--profile] [--profile-json PATH] [--trace PATH]
 //
 // --log-dir DIR writes TensorBoard event files, one run per model and
 // policy (DIR/mlp.fp32, ...): loss, learning rate, gradient norm (where the
 // step computes it), loss scale, skipped steps and samples/s at each
 // progress update; train loss, train and test accuracy and samples/s per
 // epoch (the accuracies cost an evaluation of both sets per epoch).
+//
+// --profile prints where the first epoch's steps 4 to 23 spent their time
+// (train::step_profiler: each layer's forward and backward, the loss, the
+// optimizer, the data wait, with GFLOP/s, GB/s and the fraction of the
+// machine's measured peak); --profile-json PATH writes it as JSON
+// (scripts/plot_training.py draws it), --trace PATH writes those steps as a
+// Chrome trace (Perfetto, chrome://tracing). A device run's profiled steps
+// are eager (captured steps would show no layers); the rest are as ever.
 //
 // --quantize ptq|qat|all (with the fp32 policy) then turns the trained fp32
 // model (MLP or CNN) into int8 models: post-training quantization (activation ranges from
@@ -96,7 +105,8 @@ namespace {
               << "                     [--prune-scope global|layer] [--data-parallel] [--zero] [--augment]\n"
               << "                     [--active-learning] [--al-initial N] [--al-rounds N] [--al-batch N]\n"
               << "                     [--al-steps N] [--al-strategies random,entropy,margin,least_confidence]\n"
-              << "                     [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH] [--log-dir DIR]\n";
+              << "                     [--lr-find] [--lr-find-steps N] [--lr-find-csv PATH] [--log-dir DIR]\n"
+              << "                     [--profile] [--profile-json PATH] [--trace PATH]\n";
     std::exit(2);
 }
 
@@ -161,6 +171,9 @@ options parse(int argc, char** argv)
         else if (arg == "--lr-find-steps") o.lr_find_steps = std::stoul(value());
         else if (arg == "--lr-find-csv") o.lr_find_csv = value();
         else if (arg == "--log-dir") o.log_dir = value();
+        else if (arg == "--profile") o.profile = true;
+        else if (arg == "--profile-json") o.profile_json = value();
+        else if (arg == "--trace") o.trace = value();
         else usage("unknown argument " + arg);
     }
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16" && o.policy != "all")

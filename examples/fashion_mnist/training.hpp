@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -78,7 +79,20 @@ struct options {
     std::size_t lr_find_steps = 100;
     std::string lr_find_csv = "lr_find.csv";
     std::string log_dir;  // TensorBoard event files, one run per model and policy ("" : none)
+    bool profile = false;       // print the per-layer profile of the first steps
+    std::string profile_json;   // and write it as JSON ("": not)
+    std::string trace;          // a Chrome trace of those steps ("": none)
 };
+
+// A file of one run: `path` itself, or with the run's name before its
+// extension when the command trains several (--model all, --policy all).
+inline std::string run_file(const std::string& path, const options& o, const std::string& run)
+{
+    if (path.empty() || (o.model != "all" && o.policy != "all")) return path;
+    const std::size_t slash = path.rfind('/'), dot = path.rfind('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + "." + run;
+    return path.substr(0, dot) + "." + run + path.substr(dot);
+}
 
 // This rank's share of the loaders' batches (all of them without data parallelism).
 inline data::shard shard_of(const options& o)
@@ -145,7 +159,24 @@ auto model_input(Trainer& trainer, const X& x)
 struct run_log {
     std::unique_ptr<profile::tensorboard_writer> writer;
     std::function<void(std::size_t epoch, std::int64_t step, double train_loss, double samples_per_second)> each_epoch;
+    // --profile, --profile-json, --trace: the first epoch's first steps observed (train::step_profiler).
+    bool profile = false;
+    std::string profile_json, trace;
+    profile::machine_peak peak;
 };
+
+// The profile of the observed steps: the table on `out`, the JSON to its file.
+template <class Watch>
+void report_profile(const Watch& watch, const run_log& log, std::ostream& out)
+{
+    if (log.profile) out << watch.profile().table(30);  // (--profile-json has every row)
+    if (!log.profile_json.empty()) {
+        std::ofstream json(log.profile_json, std::ios::binary);
+        json << watch.profile().json();
+        if (!json) throw io_error(log.profile_json, "cannot write the profile");
+    }
+    if (watch.trace()) out << "trace of " << watch.profile().steps() << " steps (and the warm-up) in " << watch.trace()->path() << "\n";
+}
 
 // Epochs of training with a progress bar each; returns the seconds spent.
 template <class Trainer, class Loader>
@@ -156,6 +187,9 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
     typename Loader::batch b;
     const std::size_t steps_per_epoch = batches.batches_per_epoch();
     double seconds = 0;
+    const bool profiling = log && (log->profile || !log->profile_json.empty() || !log->trace.empty());
+    train::step_profiler watch(trainer, profiling ? train::step_profiler_options{.trace_path = log->trace, .peak = log->peak}
+                                                  : train::step_profiler_options{.warmup_steps = 0, .steps = 0});
     for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
         profile::progress_bar bar(progress_stream(o), name + " epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs),
                                   steps_per_epoch);
@@ -163,8 +197,15 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
         batches.start_epoch(o.seed, first_epoch + epoch);
         std::size_t done = 0;
         double loss = 0;
-        while (batches.next(b)) {
+        bool profiled = false;
+        for (;;) {
+            if constexpr (requires { batches.observe(watch.observer()); }) batches.observe(watch.observer());
+            {
+                const auto wait = watch.data_wait();
+                if (!batches.next(b)) break;
+            }
             trainer.step(model_input(trainer, b.x()), b.labels(), b.valid());
+            profiled = watch.step_done() || profiled;
             if (each_step) each_step(epoch * steps_per_epoch + done);
             if (++done % (steps_per_epoch / 10 + 1) == 0) {  // reading the loss waits for the device
                 loss = trainer.mean_loss();
@@ -179,9 +220,16 @@ double train_epochs(Trainer& trainer, Loader& batches, const std::string& name, 
         const double epoch_seconds = timer.seconds();
         seconds += epoch_seconds;
         bar.finish(loss, static_cast<double>(total_samples) / epoch_seconds);
+        if (profiled && trainer.rank() == 0) report_profile(watch, *log, std::cout);
+        if constexpr (requires { batches.observe(nullptr); }) batches.observe(nullptr);  // (the profile goes with this call)
         if (log && log->each_epoch)
             log->each_epoch(epoch, static_cast<std::int64_t>((first_epoch + epoch + 1) * steps_per_epoch), loss,
                             static_cast<double>(total_samples) / epoch_seconds);
+    }
+    if (watch.watching()) {  // (training ended within the profiled steps)
+        const bool counted = watch.finish();
+        if (counted && trainer.rank() == 0) report_profile(watch, *log, std::cout);
+        if (!counted && trainer.rank() == 0) std::cout << "profile: training ended within the warm-up steps: nothing counted\n";
     }
     return seconds;
 }
@@ -237,6 +285,11 @@ result train_policy(const std::string& name, const data::mnist_dataset& set, con
     data::batch_loader<storage, batch, 784, Place> test_batches(set.test, data::normalize_pixels{}, trainer.stream(),
                                                                 shard_of(o));
     run_log log;
+    const std::string run = std::string(name_of<Net>()) + "." + name;
+    log.profile = o.profile;
+    log.profile_json = trainer.rank() == 0 ? run_file(o.profile_json, o, run) : "";
+    log.trace = trainer.rank() == 0 ? run_file(o.trace, o, run) : "";
+    if (o.profile || !o.profile_json.empty()) log.peak = linalg::measure_peak<Place, storage>();
     std::optional<data::batch_loader<storage, batch, 784, Place>> train_in_order;  // (train accuracy, --log-dir)
     if (!o.log_dir.empty()) {
         if (trainer.rank() == 0)

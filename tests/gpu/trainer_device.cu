@@ -233,6 +233,52 @@ TEST_CASE("gpu trainer: graph-replayed steps give the same parameters as eager s
     CHECK(eager.mean_loss() == graphed.mean_loss());
 }
 
+TEST_CASE("gpu layer_profile: eager steps timed by CUDA events layer by layer, captured steps whole; nothing changes")
+{
+    model_t<fp32, Device> observed_net(5), plain_net(5);
+    train::trainer observed(observed_net, train::adamw{}, train::constant_lr{1e-3f});
+    train::trainer plain(plain_net, train::adamw{}, train::constant_lr{1e-3f});
+    Tensor<f32, Shape<32, 40>, Device> x;
+    Tensor<std::int32_t, Shape<32>, Device> labels, valid;
+    const profile::machine_peak& peak = linalg::measure_peak<Device>();
+    MESSAGE("device peak: " << peak.flops_per_second * 1e-9 << " GFLOP/s, " << peak.bytes_per_second * 1e-9 << " GB/s");
+    CHECK(peak.flops_per_second > 1e9);
+    profile::layer_profile p({.warmup_steps = 1, .peak = peak});
+    observed.observe(&p);
+    for (int step = 0; step < 4; ++step) step_both(plain, observed, step, x, labels, valid);
+    observed.observe(nullptr);
+    constexpr std::size_t n = model_t<fp32, Device>::flat_numel;
+    CHECK(to_doubles(observed_net.parameters(), n, true) == to_doubles(plain_net.parameters(), n, true));
+    CHECK(p.device_timed());
+    CHECK(p.steps() == 3);
+    CHECK(p.captured_steps() == 0);
+    double parts = 0;
+    std::size_t layers = 0;
+    for (const auto& r : p.rows()) {
+        INFO(r.name << " " << r.pass);
+        CHECK(r.calls == 3);
+        CHECK(r.seconds > 0);
+        parts += r.seconds;
+        layers += r.kind == profile::section_kind::layer;
+    }
+    CHECK(layers == 4);  // the fused Linear + ReLU and the last Linear, each way
+    CHECK(parts + p.unattributed_seconds() == doctest::Approx(p.step_seconds()).epsilon(1e-6));
+    CHECK(parts <= p.step_seconds() * (1 + 1e-6));
+    MESSAGE(p.table());
+
+    // Captured: each step timed whole, no rows, and the table says why.
+    profile::layer_profile whole({.warmup_steps = 1});
+    observed.capture();
+    observed.observe(&whole);
+    for (int step = 4; step < 8; ++step) step_both(plain, observed, step, x, labels, valid);
+    observed.observe(nullptr);
+    CHECK(to_doubles(observed_net.parameters(), n, true) == to_doubles(plain_net.parameters(), n, true));
+    CHECK(whole.captured_steps() == 3);
+    CHECK(whole.rows().empty());
+    CHECK(whole.step_seconds() > 0);
+    CHECK(whole.table().find("CUDA Graph replays") != std::string::npos);
+}
+
 TEST_CASE("gpu trainer: replayed steps of a Dropout model draw new masks, the eager steps' ones")
 {
     // Were a replay to reuse the captured step's masks, the parameters would

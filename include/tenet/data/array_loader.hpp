@@ -142,6 +142,9 @@ public:
 
     const shard& part() const noexcept { return pipeline_.part(); }
 
+    // A profiler told of each batch's fill and host-to-device copy (batch_pipeline::observe).
+    void observe(profile::step_observer* observer) noexcept { pipeline_.observe(observer); }
+
     // The epoch's order: permutation(size, seed, epoch), or the dataset's own
     // order without shuffling. Device: the first batch's copy starts here.
     void start_epoch(std::uint64_t seed, std::uint64_t epoch, bool shuffle = true)

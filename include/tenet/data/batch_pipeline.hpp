@@ -39,6 +39,7 @@
 #include "../memory/device.hpp"
 #include "../memory/error.hpp"
 #include "../memory/stream.hpp"
+#include "../profile/step_observer.hpp"
 #include "../profile/nvtx.hpp"
 #include "shuffle.hpp"
 
@@ -176,6 +177,11 @@ public:
 
     const shard& part() const noexcept { return part_; }
 
+    // A profiler told of each batch's fill ("batch fill", on the host) and,
+    // for a Device loader, its host-to-device copy (timed on the copy
+    // stream, traced on a "copy stream" track); null (the default) stops.
+    void observe(profile::step_observer* observer) noexcept { observer_ = observer; }
+
     // The epoch's order: permutation(count, seed, epoch), or the samples' own
     // order without shuffling. Device: the first batch's copy starts here.
     template <class Fill>
@@ -205,7 +211,7 @@ public:
             if (handed_ + 1 < batches_per_epoch()) stage(handed_ + 1, 1 - s, fill);
         } else {
             profile::scoped_range range("data");
-            fill_slot(slots_[s].data(), handed_, fill);
+            observed_fill(slots_[s].data(), handed_, fill);
         }
         out = {slots_[s].data(), rows_of(handed_)};
         ++handed_;
@@ -257,6 +263,15 @@ private:
         std::fill(valid, valid + rows, 1);
     }
 
+    template <class Fill>
+    void observed_fill(std::byte* base, std::size_t b, const Fill& fill) const
+    {
+        const profile::observed_section filling(observer_, [&] {
+            return profile::section{.kind = profile::section_kind::data, .name = "batch fill", .bytes = slot_bytes_};
+        });
+        fill_slot(base, b, fill);
+    }
+
     // Device: batch b into slot s, once the compute work queued so far (which
     // may read the slot's previous batch) is done.
     template <class Fill>
@@ -266,8 +281,13 @@ private:
         auto& p = *pipeline_;
         TENET_CUDA_CHECK(cudaEventRecord(p.consumed[s].get(), compute_.get()));
         TENET_CUDA_CHECK(cudaEventSynchronize(p.copied[s].get()));  // the staging buffer's last copy has left
-        fill_slot(p.staging[s].data(), b, fill);
+        observed_fill(p.staging[s].data(), b, fill);
         TENET_CUDA_CHECK(cudaStreamWaitEvent(p.copies.get(), p.consumed[s].get(), 0));
+        const stream_scope on_copies(p.copies);  // (the copy's section is timed on its stream)
+        const profile::observed_section copy(observer_, [&] {
+            return profile::section{.kind = profile::section_kind::data, .name = "host-to-device copy",
+                                    .bytes = slot_bytes_, .device = true, .track = "copy stream"};
+        });
         TENET_CUDA_CHECK(cudaMemcpyAsync(slots_[s].data(), p.staging[s].data(), slot_bytes_, cudaMemcpyHostToDevice,
                                          p.copies.get()));
         TENET_CUDA_CHECK(cudaEventRecord(p.copied[s].get(), p.copies.get()));
@@ -284,6 +304,7 @@ private:
     std::size_t handed_ = 0;     // batches handed out this epoch
     std::size_t next_slot_ = 0;  // the slot the next batch comes from
     bool started_ = false;
+    profile::step_observer* observer_ = nullptr;
 };
 
 }  // namespace tenet::data

@@ -1,5 +1,6 @@
 // A strict reader for the small JSON documents file headers hold
-// (safetensors): objects, arrays, strings, non-negative integers, as RFC 8259
+// (safetensors, profiles, traces): objects, arrays, strings, non-negative
+// integers exactly and any number as a double, as RFC 8259
 // spells them -- no trailing commas, single quotes, leading zeros, raw
 // control characters, invalid UTF-8 (overlong forms, encoded surrogates,
 // beyond U+10FFFF) or lone surrogate escapes. Every malformed byte is a
@@ -9,10 +10,12 @@
 
 #include "../memory/error.hpp"
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 namespace tenet::io::detail {
@@ -105,6 +108,48 @@ public:
         return value;
     }
 
+    // A number in RFC 8259's grammar: -? int frac? exp?, read as a double.
+    double number()
+    {
+        skip_space();
+        const std::size_t first = at_;
+        const auto digits = [&] {
+            const std::size_t from = at_;
+            while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') ++at_;
+            if (at_ == from) fail("expected a digit in a number");
+        };
+        if (at_ < text_.size() && text_[at_] == '-') ++at_;
+        if (at_ < text_.size() && text_[at_] == '0') {
+            ++at_;
+        } else {
+            digits();
+        }
+        if (at_ < text_.size() && text_[at_] == '.') ++at_, digits();
+        if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
+            ++at_;
+            if (at_ < text_.size() && (text_[at_] == '+' || text_[at_] == '-')) ++at_;
+            digits();
+        }
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text_.data() + first, text_.data() + at_, value);
+        if (ec != std::errc{} || end != text_.data() + at_) fail("a number out of range");
+        return value;
+    }
+
+    // Any value, read and dropped (its strings and nesting checked as ever).
+    void skip_value()
+    {
+        switch (peek()) {
+        case '{': return object([&](const std::string&) { skip_value(); });
+        case '[': return array([&] { skip_value(); });
+        case '"': return void(string());
+        case 't': return literal("true");
+        case 'f': return literal("false");
+        case 'n': return literal("null");
+        default: return void(number());
+        }
+    }
+
     // The document must start at the first byte; only `padding` may follow it.
     void start()
     {
@@ -130,6 +175,12 @@ private:
         if (++depth_ > max_depth) fail("nesting deeper than " + std::to_string(max_depth));
         f();
         --depth_;
+    }
+
+    void literal(std::string_view word)
+    {
+        if (text_.substr(at_, word.size()) != word) fail("expected " + std::string(word));
+        at_ += word.size();
     }
 
     void skip_space()
@@ -222,25 +273,5 @@ private:
     std::size_t at_ = 0;
     int depth_ = 0;
 };
-
-// s as a JSON string literal (quotes and escapes).
-inline std::string json_quoted(const std::string& s)
-{
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            constexpr char hex[] = "0123456789abcdef";
-            out += "\\u00";
-            out += hex[(c >> 4) & 0xF];
-            out += hex[c & 0xF];
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
 
 }  // namespace tenet::io::detail

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "../numeric/convert.hpp"
+#include "../profile/json_text.hpp"
 #include "atomic_file.hpp"
 #include "byte_reader.hpp"
 #include "json_reader.hpp"
@@ -357,16 +358,31 @@ inline void save_tensors(const std::string& path, std::span<const tensor_to_save
     std::string header = "{";
     if (!metadata.empty()) {
         header += "\"__metadata__\":{";
-        for (auto it = metadata.begin(); it != metadata.end(); ++it)
-            header += (it == metadata.begin() ? "" : ",") + detail::json_quoted(it->first) + ":" + detail::json_quoted(it->second);
+        for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+            if (it != metadata.begin()) header += ',';
+            header += profile::json_string(it->first);
+            header += ':';
+            header += profile::json_string(it->second);
+        }
         header += "}";
     }
+    // (appends only: GCC 12's -Wrestrict misfires on "," + string chains in users' -O3 builds)
     std::uint64_t offset = 0;
     for (const tensor_to_save* t : order) {
-        header += (header.size() > 1 ? "," : "") + detail::json_quoted(t->name) + ":{\"dtype\":\"" + t->dtype +
-                  "\",\"shape\":[";
-        for (std::size_t i = 0; i < t->shape.size(); ++i) header += (i ? "," : "") + std::to_string(t->shape[i]);
-        header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t->bytes.size()) + "]}";
+        if (header.size() > 1) header += ',';
+        header += profile::json_string(t->name);
+        header += ":{\"dtype\":\"";
+        header += t->dtype;
+        header += "\",\"shape\":[";
+        for (std::size_t i = 0; i < t->shape.size(); ++i) {
+            if (i) header += ',';
+            header += std::to_string(t->shape[i]);
+        }
+        header += "],\"data_offsets\":[";
+        header += std::to_string(offset);
+        header += ',';
+        header += std::to_string(offset + t->bytes.size());
+        header += "]}";
         offset += t->bytes.size();
     }
     header += "}";

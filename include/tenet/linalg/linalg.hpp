@@ -8,3 +8,4 @@
 #include "int8_gemm.hpp"
 #include "linear_gemms.hpp"
 #include "matmul_expr.hpp"
+#include "peak_probe.hpp"

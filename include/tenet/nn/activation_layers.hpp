@@ -14,9 +14,15 @@ template <precision_policy P, class S, class Place, class Op>
 class activation_layer : public parameterless_layer {
     using storage = typename P::storage;
 
+    static constexpr auto name_text = [] {
+        if constexpr (requires { Op::name(); }) return Op::name();
+        else return fixed_string("Activation");
+    }();
+
 public:
     using input_shape = S;
     using output_shape = S;
+    static constexpr std::string_view kind{name_text.chars, name_text.size()};  // the functor's name: "relu", "tanh"
     using parameterless_layer::parameterless_layer;  // (it keeps a pointer to its input, no tensor)
 
     template <class X, class Y>

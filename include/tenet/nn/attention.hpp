@@ -86,6 +86,15 @@ public:
     static constexpr bool skips_null_gradients =
         skips_null_gradients_v<in_proj_t> && skips_null_gradients_v<out_proj_t>;
     static constexpr std::string_view kind = "MultiHeadAttention";
+    // The projections, and the two batched GEMMs each way (q k^T and p v;
+    // dp, dv, dq and dk), each 2 B H T T d. Bytes: the head-major copies,
+    // the scores, the softmax and its backward, the merges.
+    static constexpr layer_cost cost = [] {
+        constexpr std::uint64_t btd = B * T * Dim, scores = BH * T * T, t = sizeof(storage);
+        constexpr std::uint64_t bmm = 2 * BH * T * T * d;
+        const layer_cost core{2 * bmm, t * (12 * btd + 4 * scores), 4 * bmm, t * (16 * btd + 7 * scores), 0, 0};
+        return cost_of<in_proj_t, storage>() + core + cost_of<out_proj_t, storage>();
+    }();
 
     // q/k/v, the probabilities, the context and the merged heads are kept
     // tensors (the recompute arena inside a Checkpointed segment).

@@ -187,6 +187,15 @@ public:
     static constexpr std::size_t activation_gradient_bytes = relu ? y_matrix::numel * sizeof(storage) : 0;
     static constexpr bool skips_null_gradients = true;
     static constexpr std::string_view kind = "Conv2d";
+    // Two GEMMs' worth each way: y = columns(x) W^T; dx = col2im(dy W), dW = dy^T columns(x).
+    static constexpr layer_cost cost = [] {
+        constexpr std::uint64_t m = y_matrix::extents[0], k = fan_in, t = sizeof(storage), g = sizeof(gradient);
+        constexpr std::uint64_t gemm = 2 * m * k * out_channels, x = InShape::numel, w = weight_shape::numel,
+                                y = m * out_channels, b = has_bias ? out_channels : 0;
+        constexpr std::uint64_t weight_gradient_bytes = t * (y + x) + g * (w + b);
+        return layer_cost{gemm, t * (x + w + b + y), 2 * gemm, t * (y + w + x) + weight_gradient_bytes, gemm,
+                          weight_gradient_bytes};
+    }();
 
     template <class Slice>
     explicit conv2d_layer(Slice& parameters)

@@ -26,6 +26,7 @@ class dropout_layer {
 public:
     using input_shape = S;
     using output_shape = S;
+    static constexpr std::string_view kind = "Dropout";
     static constexpr bool wants_preactivation_gradient = false;
     static constexpr std::size_t parameter_count = 0;
     static constexpr std::size_t parameter_numel = 0;

@@ -72,6 +72,14 @@ public:
     static constexpr std::size_t activation_gradient_bytes = 0;
     static constexpr bool skips_null_gradients = true;
     static constexpr std::string_view kind = "Embedding";
+    // forward: the tokens read, a row gathered and written per token;
+    // backward: the table's gradient (no input gradient: tokens have none),
+    // dy read and added into a cleared table.
+    static constexpr layer_cost cost = [] {
+        constexpr std::uint64_t rows = S::numel, out = output_shape::numel, table = std::uint64_t{Vocab} * Dim;
+        constexpr std::uint64_t weight_bytes = sizeof(storage) * out + sizeof(gradient) * (2 * table + out);
+        return layer_cost{0, sizeof(i32) * rows + 2 * sizeof(storage) * out, 0, weight_bytes, 0, weight_bytes};
+    }();
 
     template <class Slice>
     explicit embedding_layer(Slice& parameters) : weight_(parameters)
@@ -152,6 +160,12 @@ public:
     static constexpr std::size_t activation_gradient_bytes = 0;
     static constexpr bool skips_null_gradients = true;
     static constexpr std::string_view kind = "PositionalEmbedding";
+    // y = x + the table broadcast over the batch; the table's gradient sums dy over it.
+    static constexpr layer_cost cost = [] {
+        constexpr std::uint64_t n = S::numel, table = std::uint64_t{Seq} * Dim;
+        constexpr std::uint64_t weight_bytes = sizeof(storage) * n + sizeof(gradient) * table;
+        return layer_cost{0, sizeof(storage) * (2 * n + table), 0, sizeof(storage) * 2 * n + weight_bytes, 0, weight_bytes};
+    }();
 
     template <class Slice>
     explicit positional_embedding_layer(Slice& parameters) : table_(parameters)

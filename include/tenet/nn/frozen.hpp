@@ -88,9 +88,17 @@ public:
     static constexpr std::size_t kept_bytes = kept_bytes_of<inner_t>();
     static constexpr std::size_t resident_activation_bytes = resident_activation_bytes_of<inner_t>();
     static constexpr bool skips_null_gradients = true;  // (it takes no trainable parameter)
+    // (when it runs the backward: after a trainable layer, for the input gradient alone)
+    static constexpr std::string_view kind = "Frozen";
+    static constexpr layer_cost cost = cost_of<inner_t, typename P::storage, In, output_shape>().input_gradient_only();
 
+    // A scratch for the parameter gradients only of a layer that cannot
+    // skip them, when it may be asked for its input gradient.
     template <class Slice>
-    explicit frozen_layer(Slice& slice) : frozen_layer(slice, scratch_size(slice))
+    explicit frozen_layer(Slice& slice)
+        : passes_gradient_(P::trainable && slice.trainable_taken()),
+          scratch_(passes_gradient_ && !skips_null_gradients_v<inner_t> ? inner_t::parameter_numel : 0, current_stream()),
+          inner_(bind(slice))
     {
     }
 
@@ -136,22 +144,6 @@ public:
     }
 
 private:
-    // A scratch for the parameter gradients of a layer that cannot skip them,
-    // when it may be asked for its input gradient: a trainable layer was
-    // bound before it (before an enclosing Frozen, too).
-    template <class Slice>
-    static std::size_t scratch_size(const Slice& slice)
-    {
-        const bool passes_gradient = P::trainable && slice.trainable_taken();
-        return passes_gradient && !skips_null_gradients_v<inner_t> ? inner_t::parameter_numel : 0;
-    }
-
-    template <class Slice>
-    frozen_layer(Slice& slice, std::size_t scratch)
-        : passes_gradient_(P::trainable && slice.trainable_taken()), scratch_(scratch, current_stream()), inner_(bind(slice))
-    {
-    }
-
     template <class Slice>
     inner_t bind(Slice& slice)
     {
@@ -159,7 +151,7 @@ private:
         return inner_t(frozen);
     }
 
-    bool passes_gradient_;  // a trainable layer was bound before it
+    bool passes_gradient_;  // a trainable layer was bound before it (before an enclosing Frozen, too)
     buffer<gradient, Place> scratch_;
     inner_t inner_;
 };

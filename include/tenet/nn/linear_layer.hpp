@@ -124,6 +124,7 @@ public:
     static constexpr std::size_t kept_bytes = aux_type::arena_bytes;
     static constexpr bool skips_null_gradients = true;
     static constexpr std::string_view kind = "Linear";
+    static constexpr layer_cost cost = linear_cost<storage, gradient>(x_matrix::extents[0], In, Out, true);
 
     template <class Slice>
     explicit linear_layer(Slice& parameters) : params_(parameters), aux_(parameters)

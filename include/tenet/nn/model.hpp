@@ -186,6 +186,10 @@ public:
     void eval() { training_ = false; }
     bool training() const { return training_; }
     std::uint64_t step() const { return step_; }
+    // A profiler (profile::layer_profile) told of each top-level layer's
+    // forward and backward from now on; null (the default) stops it.
+    void observe(profile::step_observer* observer) { observer_ = observer; }
+    profile::step_observer* observer() const { return observer_; }
     // Sets the training-forward count (restoring a checkpoint: dropout masks
     // continue where they were), here and in the model's place.
     void set_step(std::uint64_t step)
@@ -535,7 +539,7 @@ private:
         if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }
 
-    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_, valid_}; }
+    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_, valid_, observer_}; }
 
     // A tensor or view holding elements of T (what the layers read in place).
     template <class D, class T>
@@ -564,6 +568,7 @@ private:
     const f32* valid_ = nullptr;  // valid_mask_'s data when the last forward had one (null: every sample real)
     std::shared_ptr<const char> alive_;  // an owner's token (null in a model sharing another's parameters)
     std::weak_ptr<const char> owner_;    // ... whose owner's token this one watches
+    profile::step_observer* observer_ = nullptr;
     std::uint64_t step_ = 0;
     bool training_ = true;
 };

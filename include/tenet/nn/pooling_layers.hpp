@@ -72,6 +72,7 @@ class pool_layer : public parameterless_layer {
 public:
     using input_shape = InShape;
     using output_shape = typename Geometry::template output_shape<Geometry::channels>;
+    static constexpr std::string_view kind = Max ? "MaxPool2d" : "AvgPool2d";
     using parameterless_layer::parameterless_layer;
 
     template <class X, class Y>
@@ -123,6 +124,7 @@ class global_avg_pool_layer : public parameterless_layer {
     using pixels_shape = Shape<n, pixels, c>;
 
 public:
+    static constexpr std::string_view kind = "GlobalAvgPool2d";
     using input_shape = InShape;
     using output_shape = Shape<n, c>;
     using parameterless_layer::parameterless_layer;

@@ -52,6 +52,11 @@ public:
     static constexpr std::size_t frozen_numel = frozen_numel_v<inner_t>;
     static constexpr std::size_t frozen_count = frozen_count_v<inner_t>;
     static constexpr bool skips_null_gradients = skips_null_gradients_v<inner_t>;
+    // the inner layers, and y = x + inner(x) (dx = dy + the inner's dx)
+    static constexpr std::string_view kind = "Residual";
+    static constexpr bool reports_children = true;  // (the inner layers under its path, and its add)
+    static constexpr layer_cost cost =
+        cost_of<inner_t, storage, S, S>() + layer_cost{0, 3 * S::numel * sizeof(storage), 0, 3 * S::numel * sizeof(storage), 0, 0};
     static constexpr std::size_t activation_bytes = inner_t::activation_bytes + S::numel * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes = inner_t::activation_gradient_bytes;
     static constexpr std::size_t recompute_bytes = recompute_bytes_v<inner_t>;
@@ -71,6 +76,7 @@ public:
     {
         check_input_element<storage, X>();
         inner_.forward(x, branch_.view(), step);
+        const profile::observed_section add(step.observer, [&] { return add_section(step, "forward"); });
         assign(contiguous_as<S>(y), contiguous_as<S>(x) + branch_.view());
     }
 
@@ -83,6 +89,7 @@ public:
         no_previous_layer none;
         inner_.backward(dy, dx, step, none);
         if constexpr (!is_no_input_gradient<DX>) {
+            const profile::observed_section add(step.observer, [&] { return add_section(step, "backward"); });
             const auto d = contiguous_as<S>(dx);
             assign(d, d + contiguous_as<S>(dy));
         }
@@ -107,6 +114,19 @@ public:
     }
 
 private:
+    // The add, reported under the Residual's own path ("2.0" from "2.0.").
+    static profile::section add_section(const step_info& step, const char* pass)
+    {
+        std::string_view path = step.observer_path;
+        if (!path.empty() && path.back() == '.') path.remove_suffix(1);
+        return {.kind = profile::section_kind::layer,
+                .name = std::string(path) + (path.empty() ? "" : " ") + "residual add",
+                .pass = pass,
+                .shape = std::string(shape_name<S>::text().chars) + " -> " + shape_name<S>::text().chars,
+                .bytes = 3 * S::numel * sizeof(storage),
+                .device = !host_accessible_v<Place>};
+    }
+
     inner_t inner_;
     branch_t branch_;
 };

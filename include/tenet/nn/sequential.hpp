@@ -14,6 +14,7 @@
 #include "activation_layers.hpp"
 #include "conv_layer.hpp"
 #include "linear_layer.hpp"
+#include "../profile/step_observer.hpp"
 
 #include <algorithm>
 #include <array>
@@ -255,6 +256,16 @@ public:
     static constexpr std::size_t frozen_numel = (std::size_t{0} + ... + frozen_numel_v<child_t<I>>);
     static constexpr std::size_t frozen_count = (std::size_t{0} + ... + frozen_count_v<child_t<I>>);
     static constexpr bool skips_null_gradients = (skips_null_gradients_v<child_t<I>> && ...);
+    static constexpr std::string_view kind = Offload ? "Offloaded" : Recompute ? "Checkpointed" : "Sequential";
+    // (a recomputed segment is timed whole: its forward runs again in its backward)
+    static constexpr bool reports_children = !Recompute;
+    // (an aliased child, Flatten, runs nothing; a Checkpointed segment's
+    // backward runs its forward again first)
+    static constexpr layer_cost cost = [] {
+        layer_cost c = (layer_cost{} + ... + (aliased<I> ? layer_cost{} : cost_of<child_t<I>, storage, shape_at<I>, shape_at<I + 1>>()));
+        if (Recompute) c.backward_flops += c.forward_flops, c.backward_bytes += c.forward_bytes;
+        return c;
+    }();
     static constexpr std::size_t activation_bytes =
         Recompute ? children_resident_bytes : between_bytes + (std::size_t{0} + ... + child_t<I>::activation_bytes);
     static constexpr std::size_t recompute_bytes = Recompute ? arena_bytes : children_recompute_bytes;
@@ -303,6 +314,7 @@ public:
         } else if constexpr (Recompute) {
             step_info again = step;
             again.recompute = true;
+            again.observer = nullptr;  // (a profiled segment's recompute is part of its backward)
             forward(make_view<In, Place>(input_), make_view<output_shape, Place>(output_), again);
         }
         backward_from<n - 1>(dy, dx, step, prev);
@@ -368,10 +380,75 @@ private:
         return between_tuple{between_t<K>(parameters)...};
     }
 
+    // With an observer in the step, each child's forward and backward is a
+    // section named by its path ("2.1 Linear"): a Sequential or Residual
+    // child is opened, its own children reported under "2.", and any other
+    // is timed whole, seeing no observer.
     template <std::size_t K, class X, class Y>
     void forward_child(const X& x, const Y& y, const step_info& step)
     {
-        if constexpr (!aliased<K>) std::get<K>(children_).forward(input_of<K>(x), output_of<K>(y), step);
+        if constexpr (!aliased<K>) {
+            auto& child = std::get<K>(children_);
+            if (!step.observer) return child.forward(input_of<K>(x), output_of<K>(y), step);
+            if constexpr (reports_children_v<child_t<K>>) {
+                const std::string path = child_path<K>(step) + ".";
+                return child.forward(input_of<K>(x), output_of<K>(y), observed_at(step, path));
+            }
+            const profile::observed_section observed(step.observer, [&] {
+                constexpr layer_cost c = cost_of<child_t<K>, storage, shape_at<K>, shape_at<K + 1>>();
+                return child_section<K>(step, "forward", c.forward_flops, c.forward_bytes);
+            });
+            child.forward(input_of<K>(x), output_of<K>(y), observed_at(step, {}, nullptr));
+        }
+    }
+
+    template <std::size_t K, class DY, class DX, class Prev>
+    void backward_child(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
+    {
+        auto& child = std::get<K>(children_);
+        if (!step.observer) return child.backward(dy, dx, step, prev);
+        if constexpr (reports_children_v<child_t<K>>) {
+            const std::string path = child_path<K>(step) + ".";
+            return child.backward(dy, dx, observed_at(step, path), prev);
+        }
+        const profile::observed_section observed(step.observer, [&] {
+            constexpr layer_cost all = cost_of<child_t<K>, storage, shape_at<K>, shape_at<K + 1>>();
+            // (no input gradient wanted: the weight gradients alone)
+            constexpr layer_cost c = is_no_input_gradient<DX> ? all.weight_gradient_only() : all;
+            return child_section<K>(step, "backward", c.backward_flops, c.backward_bytes);
+        });
+        child.backward(dy, dx, observed_at(step, {}, nullptr), prev);
+    }
+
+    template <std::size_t K>
+    static std::string child_path(const step_info& step)
+    {
+        return std::string(step.observer_path) + std::to_string(at_t<K, type_list<U...>>::index);
+    }
+
+    template <std::size_t K>
+    static profile::section child_section(const step_info& step, const char* pass, std::uint64_t flops, std::uint64_t bytes)
+    {
+        constexpr std::string_view kind = layer_kind_v<child_t<K>>;
+        return {.kind = profile::section_kind::layer,
+                .name = child_path<K>(step) + " " + std::string(kind.empty() ? "layer" : kind),
+                .pass = pass,
+                .shape = std::string(shape_name<shape_at<K>>::text().chars) + " -> " + shape_name<shape_at<K + 1>>::text().chars,
+                .flops = flops,
+                .bytes = bytes,
+                .device = !host_accessible_v<Place>};
+    }
+
+    static step_info observed_at(const step_info& step, std::string_view path, profile::step_observer* observer)
+    {
+        step_info inner = step;
+        inner.observer = observer;
+        inner.observer_path = path;
+        return inner;
+    }
+    static step_info observed_at(const step_info& step, std::string_view path)
+    {
+        return observed_at(step, path, step.observer);
     }
 
     template <std::size_t K, class X>
@@ -413,15 +490,14 @@ private:
     template <std::size_t K, class DY, class DX, class Prev>
     void backward_from(const DY& dy, const DX& dx, const step_info& step, Prev& prev)
     {
-        auto& child = std::get<K>(children_);
         if constexpr (K == 0) {
-            child.backward(output_gradient<K>(dy), dx, step, prev);
+            backward_child<K>(output_gradient<K>(dy), dx, step, prev);
         } else if constexpr (is_no_input_gradient<DX> && nothing_trains_before<K>) {
             no_previous_layer none;
-            child.backward(output_gradient<K>(dy), dx, step, none);
+            backward_child<K>(output_gradient<K>(dy), dx, step, none);
         } else {
             if constexpr (!gradient_aliased<K>)
-                child.backward(output_gradient<K>(dy), output_gradient<K - 1>(dy), step, std::get<K - 1>(children_));
+                backward_child<K>(output_gradient<K>(dy), output_gradient<K - 1>(dy), step, std::get<K - 1>(children_));
             backward_from<K - 1>(dy, dx, step, prev);
         }
     }

@@ -10,5 +10,6 @@
 #include "lr_schedule.hpp"
 #include "optimizer.hpp"
 #include "parameter_groups.hpp"
+#include "step_profiler.hpp"
 #include "tensorboard_scalars.hpp"
 #include "trainer.hpp"

@@ -95,6 +95,7 @@
 #include "optimizer.hpp"
 #include "parameter_shard.hpp"
 #include "batch_staging.hpp"
+#include "step_sections.hpp"
 #include "thread_tuner.hpp"
 #include "trainer_options.hpp"
 
@@ -129,7 +130,7 @@ public:
 
     trainer(Model& model, Rule rule = {}, Schedule schedule = default_schedule<Rule, Schedule>(),
             trainer_options options = {}, const Loss& loss = {})
-        : model_(model), options_(checked(options)),
+        : model_(model), options_(detail::checked<on_host, master_type>(options)),
           optimizer_(model, rule, schedule, options.optimizer, shard_of(options_)),
           loss_(loss), accumulated_(options.accumulation_steps > 1 ? Model::trainable_numel : 0, current_stream())
     {
@@ -183,6 +184,11 @@ public:
     // Graph mode on (device models); off returns to eager launches.
     void capture(bool on = true) { graphs_.enable(on && !on_host); }
     bool capturing() const { return graphs_.enabled(); }
+
+    // A profiler (profile::layer_profile) told of each step, its layers'
+    // forward and backward, the loss, the optimizer and the collectives;
+    // null (the default) stops it. Captured steps are reported whole.
+    void observe(profile::step_observer* observer) { observer_ = observer; }
 
     // The model in evaluation mode on one batch: adds its loss over the
     // valid rows to evaluation_loss(), and for a classifying loss counts
@@ -363,6 +369,8 @@ private:
         micro_ = (micro_ + 1) % k;
         ++losses_;
         const std::uint64_t before = model_.step();
+        const profile::observed_section whole(observer_, [&] { return detail::step_section(!on_host, graphs_.enabled()); });
+        const detail::model_observed layers(model_, inner_observer());
         graphs_.run(graph_key{pointer(x), pointer(target), pointer(valid), pointer(lengths), phase}, stream_,
                     [&] { eager_step(x, target, valid, lengths, phase); });
         if (model_.step() == before) model_.set_step(before + 1);  // a replay: no forward ran on the host
@@ -397,23 +405,6 @@ private:
         bool operator==(const graph_key&) const = default;
     };
 
-    static trainer_options checked(trainer_options o)
-    {
-        if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
-        if (o.host_threads < 0)
-            throw error("tenet: trainer: host_threads is a thread count (or 0: tuned), not " + std::to_string(o.host_threads));
-        if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
-        if (o.zero && !o.communicator)
-            throw error("tenet: trainer: zero shards the optimizer state over the communicator's ranks: set one");
-        if (o.communicator && !std::is_same_v<master_type, f32>)
-            throw error(std::string("tenet: trainer: data-parallel training sums f32 gradients; this policy's are ") +
-                        element_name<master_type>);
-        if (o.communicator && o.communicator->host_memory() != on_host)
-            throw error(on_host ? "tenet: trainer: a Host model needs a host-memory communicator (dist::mpi_communicator)"
-                                : "tenet: trainer: a Device model needs a device-memory communicator (dist::nccl_communicator)");
-        return o;
-    }
-
     static parameter_shard shard_of(const trainer_options& o)
     {
         return o.zero ? detail::data_parallel<Model>::shard_of(*o.communicator) : parameter_shard::whole(Model::trainable_numel);
@@ -424,11 +415,31 @@ private:
     void update(master_type* gradients, float divisor)
     {
         if constexpr (std::is_same_v<master_type, f32>) {  // (checked() allows no other with a communicator)
-            if (parallel_ && options_.zero) return parallel_->sharded_update(model_, optimizer_, gradients, divisor, stream_);
-            if (parallel_) parallel_->sum_gradients(gradients, stream_);
+            if (parallel_ && options_.zero) {
+                const profile::observed_section c(inner_observer(), [] {
+                    return detail::collective_section("sharded update (reduce-scatter, update, all-gather)", !on_host);
+                });
+                return parallel_->sharded_update(model_, optimizer_, gradients, divisor, stream_);
+            }
+            if (parallel_) {
+                const profile::observed_section c(inner_observer(), [] { return detail::collective_section("gradient all-reduce", !on_host); });
+                parallel_->sum_gradients(gradients, stream_);
+            }
         }
+        const profile::observed_section o(inner_observer(), [] { return detail::optimizer_section(!on_host, update_bytes); });
         optimizer_.step(gradients, divisor);
     }
+
+    // What the fused update reads and writes: its state (moments, master
+    // weights) both ways, the gradients, the weights (written; read too
+    // when they are the master weights). An estimate: a kept average is not counted.
+    static constexpr std::uint64_t update_bytes =
+        2 * optimizer_type::state_bytes +
+        Model::trainable_numel * (sizeof(master_type) + (optimizer_type::separate_master ? 1 : 2) * sizeof(storage_type));
+    static constexpr std::uint64_t loss_bytes = output_shape::numel * sizeof(storage_type);  // the prediction's
+    // Sections inside a step are reported in eager mode alone (events are
+    // not recorded into a captured graph).
+    profile::step_observer* inner_observer() const { return graphs_.enabled() ? nullptr : observer_; }
 
     template <class T>
     static const void* pointer(const T& t)
@@ -443,32 +454,53 @@ private:
         {
             profile::scoped_range range("forward");
             const auto& prediction = staged_forward(x, valid, lengths);
-            loss_.forward(batch_loss_, prediction, target, valid);
-            if (parallel_) parallel_->share(valid, batch_loss_, loss_sum_, stream_);
-            else loss_sum_ = loss_sum_ + batch_loss_;
+            {
+                const profile::observed_section l(inner_observer(), [] { return detail::loss_section("forward", loss_bytes, !on_host); });
+                loss_.forward(batch_loss_, prediction, target, valid);
+            }
+            if (parallel_) {
+                const profile::observed_section c(inner_observer(), [] { return detail::collective_section("loss all-reduce", !on_host); });
+                parallel_->share(valid, batch_loss_, loss_sum_, stream_);
+            } else {
+                loss_sum_ = loss_sum_ + batch_loss_;
+            }
         }
         {
             profile::scoped_range range("backward");
-            const auto& prediction = model_.output();
-            if (parallel_) {  // (the loss scale is 1 without dynamic scaling)
-                loss_.backward(dprediction_, prediction, target, valid,
-                               parallel_->loss_gradient_scale(optimizer_.loss_scale()));
-            } else if constexpr (policy::dynamic_loss_scaling) {
-                loss_.backward(dprediction_, prediction, target, valid, optimizer_.loss_scale());
-            } else {
-                loss_.backward(dprediction_, prediction, target, valid, 1.0f);
-            }
+            loss_backward(target, valid);
             model_.backward(dprediction_);
         }
         profile::scoped_range range("optimizer");
-        if (parallel_) parallel_->share_buffers(model_, stream_);
+        if (parallel_) {
+            const profile::observed_section c(inner_observer(), [] { return detail::collective_section("buffer all-reduce", !on_host); });
+            parallel_->share_buffers(model_, stream_);
+        }
         constexpr std::size_t n = Model::trainable_numel;
         if (phase == phase_kind::only) return update(model_.gradients(), 1.0f);
         auto sum_view = make_view<Shape<n>, place>(accumulated_.data());
         const auto gradients = make_view<Shape<n>, place>(static_cast<const master_type*>(model_.gradients()));
-        if (phase == phase_kind::first) sum_view = gradients;
-        else sum_view = sum_view + gradients;
+        {
+            const profile::observed_section a(inner_observer(), [phase] {
+                return detail::accumulation_section(!on_host, (phase == phase_kind::first ? 2 : 3) * n * sizeof(master_type));
+            });
+            if (phase == phase_kind::first) sum_view = gradients;
+            else sum_view = sum_view + gradients;
+        }
         if (phase == phase_kind::last) update(accumulated_.data(), static_cast<float>(options_.accumulation_steps));
+    }
+
+    template <class Target, class Valid>
+    void loss_backward(const Target& target, const Valid& valid)
+    {
+        const profile::observed_section l(inner_observer(), [] { return detail::loss_section("backward", loss_bytes, !on_host); });
+        const auto& prediction = model_.output();
+        if (parallel_) {  // (the loss scale is 1 without dynamic scaling)
+            loss_.backward(dprediction_, prediction, target, valid, parallel_->loss_gradient_scale(optimizer_.loss_scale()));
+        } else if constexpr (policy::dynamic_loss_scaling) {
+            loss_.backward(dprediction_, prediction, target, valid, optimizer_.loss_scale());
+        } else {
+            loss_.backward(dprediction_, prediction, target, valid, 1.0f);
+        }
     }
 
     // check_batches on a device model: one wait for the batch, then the
@@ -610,6 +642,7 @@ private:
     // empty optional's buffers as maybe uninitialized).
     std::unique_ptr<detail::data_parallel<Model>> parallel_;
     profile::host_timer since_step_;
+    profile::step_observer* observer_ = nullptr;
     thread_tuner tuner_{options_.host_threads > 0 ? options_.host_threads : host_threads(), options_.host_threads > 0};
 };
 

@@ -6,6 +6,8 @@
 #include "optimizer.hpp"
 
 #include <cstddef>
+#include <string>
+#include <type_traits>
 
 namespace tenet::train {
 
@@ -42,5 +44,29 @@ struct trainer_options {
     // machine does not stall them; n: always n. Results do not depend on it.
     int host_threads = 0;
 };
+
+namespace detail {
+
+// o, or an error naming what is wrong with it for a trainer of a model in
+// host memory (OnHost) whose gradients are Master.
+template <bool OnHost, class Master>
+trainer_options checked(trainer_options o)
+{
+    if (o.accumulation_steps == 0) throw error("tenet: trainer: accumulation_steps must be at least 1");
+    if (o.host_threads < 0)
+        throw error("tenet: trainer: host_threads is a thread count (or 0: tuned), not " + std::to_string(o.host_threads));
+    if (o.communicator && o.bucket_bytes < sizeof(f32)) throw error("tenet: trainer: bucket_bytes must hold a gradient");
+    if (o.zero && !o.communicator)
+        throw error("tenet: trainer: zero shards the optimizer state over the communicator's ranks: set one");
+    if (o.communicator && !std::is_same_v<Master, f32>)
+        throw error(std::string("tenet: trainer: data-parallel training sums f32 gradients; this policy's are ") +
+                    element_name<Master>);
+    if (o.communicator && o.communicator->host_memory() != OnHost)
+        throw error(OnHost ? "tenet: trainer: a Host model needs a host-memory communicator (dist::mpi_communicator)"
+                           : "tenet: trainer: a Device model needs a device-memory communicator (dist::nccl_communicator)");
+    return o;
+}
+
+}  // namespace detail
 
 }  // namespace tenet::train

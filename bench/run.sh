@@ -8,7 +8,8 @@
 # training epochs on the host (the MLP and the CNN; tenet vs PyTorch and JAX
 # on the CPU), a training step on the device (eager vs CUDA Graph, vs
 # PyTorch AMP), device attention (vs PyTorch's scaled_dot_product_attention) and
-# host data parallel under mpirun (allreduce vs MPI_Allreduce, 2 ranks vs 1 process);
+# host data parallel under mpirun (allreduce vs MPI_Allreduce, 2 ranks vs 1 process),
+# host inference latency (tenet vs PyTorch eager, torch.compile, ONNX Runtime);
 # device parts print "skipped: no CUDA device" without a GPU.
 # bench/run.sh --contention [...]: the host training benchmarks idle and
 # beside a busy process instead (bench/contention.sh).
@@ -130,6 +131,23 @@ echo "== host inference: the fp32 MLP vs its int8 form (PTQ), Fashion-MNIST test
 
 echo "== host inference: CSR sparse_model vs the dense fp32 MLP, by sparsity ($(nproc) cores)"
 "$dir/bench/bench_host_sparse_inference"
+
+# Inference latency, batch 1 and 32 (median and p99 per call): the MLP, CNN,
+# ViT and one char_lm decode step, fp32 and int8, tenet against PyTorch eager,
+# torch.compile and ONNX Runtime on the same weights (the bench writes them,
+# with one input and its outputs, to $dir/inference; the peer checks its
+# outputs against tenet's before timing).
+echo "== host inference latency: MLP, CNN, ViT, char_lm decode step, batch 1 and 32, vs PyTorch and ONNX Runtime ($(nproc) cores)"
+"$dir/bench/bench_host_inference" --out "$dir/inference" | tee "$dir/inference.jsonl"
+if ! "$venv/bin/python" -c "import torch, numpy, safetensors, onnx, onnxruntime, onnxscript" 2>/dev/null &&
+    ! "$venv/bin/pip" install --quiet --disable-pip-version-check numpy safetensors onnx onnxruntime onnxscript; then
+    echo "skipped: pip could not install numpy, safetensors, onnx, onnxruntime and onnxscript into $venv (no network?)"
+elif ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    echo "skipped: PyTorch and ONNX Runtime peers (torch is not installed in $venv)"
+else
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/inference_cpu.py" --dir "$dir/inference" | tee -a "$dir/inference.jsonl"
+    "$venv/bin/python" "$TENET_ROOT/bench/peers/inference_cpu.py" --table "$dir/inference.jsonl"
+fi
 
 echo "== device training step: eager vs CUDA Graph, batch 256"
 "$dir/bench/bench_device_train_step"

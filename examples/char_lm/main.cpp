@@ -13,10 +13,14 @@
 // in bits per character next to the unigram baseline (the entropy of the
 // training text's character frequencies): a model that has learned nothing
 // scores the baseline. At the end it samples text from the trained model,
-// greedily and at --temperature, from --prompt, and prints one JSON line.
+// greedily and at --temperature (cut to the --top-k most likely characters
+// and the --top-p nucleus when given), from --prompt, with a key/value cache
+// (infer::generate: one step per character), then greedily the old way,
+// recomputing the whole context per character, and prints the characters
+// per second of both; last, one JSON line.
 //
 //   char_lm [--text PATH]... [--steps N] [--batch B] [--lr LR] [--policy fp32|bf16|fp16]
-//           [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]
+//           [--eval-every N] [--sample-chars N] [--temperature T] [--top-k K] [--top-p P] [--prompt TEXT]
 //           [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]
 //           [--profile] [--profile-json PATH] [--trace PATH]
 //
@@ -43,7 +47,8 @@ namespace {
 {
     std::cerr << "char_lm: " << why << "\n"
               << "usage: char_lm [--text PATH]... [--steps N] [--lr LR] [--policy fp32|bf16|fp16]\n"
-              << "               [--eval-every N] [--sample-chars N] [--temperature T] [--prompt TEXT]\n"
+              << "               [--eval-every N] [--sample-chars N] [--temperature T] [--top-k K] [--top-p P]\n"
+              << "               [--prompt TEXT]\n"
               << "               [--seed S] [--host] [--max-bits-per-char X] [--log-dir DIR]\n"
               << "               [--profile] [--profile-json PATH] [--trace PATH]\n";
     std::exit(2);
@@ -65,6 +70,8 @@ options parse(int argc, char** argv)
         else if (arg == "--eval-every") o.eval_every = std::stoul(value());
         else if (arg == "--sample-chars") o.sample_chars = std::stoul(value());
         else if (arg == "--temperature") o.temperature = std::stof(value());
+        else if (arg == "--top-k") o.top_k = std::stoul(value());
+        else if (arg == "--top-p") o.top_p = std::stof(value());
         else if (arg == "--prompt") o.prompt = value();
         else if (arg == "--seed") o.seed = std::stoull(value());
         else if (arg == "--host") o.host = true;
@@ -81,6 +88,8 @@ options parse(int argc, char** argv)
     if (o.policy != "fp32" && o.policy != "bf16" && o.policy != "fp16") usage("--policy must be fp32, bf16 or fp16");
     if (o.steps == 0 || o.eval_every == 0) usage("--steps and --eval-every must be at least 1");
     if (!(o.temperature > 0)) usage("--temperature must be positive");
+    if (!(o.top_p > 0 && o.top_p <= 1)) usage("--top-p must lie in (0, 1]");
+    if (o.prompt.empty()) usage("--prompt must not be empty");
     if (!(o.lr > 0)) usage("--lr must be positive");
     return o;
 }

@@ -46,6 +46,8 @@ struct options {
     std::size_t eval_every = 100;
     std::size_t sample_chars = 300;
     float temperature = 0.8f;
+    std::size_t top_k = 0;  // 0: every character
+    float top_p = 1.0f;
     std::string prompt = "The ";
     std::uint64_t seed = 1;
     bool host = false;
@@ -102,11 +104,19 @@ auto in_place(const Tensor<T, S, Host>& host)
     }
 }
 
-// Text from the trained parameters: a model of one sequence; the context so
-// far sits at positions 0..n-1 (causal attention: what follows cannot change
-// them) and position n-1's logits give the next character.
+inline std::vector<i32> tokens_of(const std::string& text)
+{
+    std::vector<i32> out;
+    for (const char c : text) out.push_back(token_of(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// Text the old way, recomputing the whole context for every character: a
+// model of one sequence; the context so far sits at positions 0..n-1
+// (causal attention: what follows cannot change them) and position n-1's
+// logits give the next character. Greedy, for the comparison below.
 template <class P, class Place, class Trained>
-std::string sample(const Trained& trained, const options& o, bool greedy, std::uint64_t seed)
+std::string greedy_by_recomputing(const Trained& trained, const options& o, std::size_t count)
 {
     nn::model<gpt, P, Shape<1, context>, Place> m(0);
     nn::copy_parameters(m, trained);
@@ -115,27 +125,60 @@ std::string sample(const Trained& trained, const options& o, bool greedy, std::u
     Tensor<i32, Shape<1, context>, Host> window;
     Tensor<typename P::storage, Shape<1, context, vocab>, Host> stored;
     Tensor<f32, Shape<1, context, vocab>, Host> logits;
-    std::mt19937_64 rng(seed);
-    for (std::size_t k = 0; k < o.sample_chars; ++k) {
+    for (std::size_t k = 0; k < count; ++k) {
         const std::size_t n = std::min(text.size(), context);
         assign(window.view(), static_cast<i32>(' '));
         for (std::size_t i = 0; i < n; ++i) window.data()[i] = token_of(static_cast<unsigned char>(text[text.size() - n + i]));
         copy(stored, m.forward(in_place<i32, Shape<1, context>, Place>(window)));
         current_stream().synchronize();
         logits = stored;
-        const float* row = logits.data() + (n - 1) * vocab;
-        std::size_t next = 0;
-        if (greedy) {
-            next = static_cast<std::size_t>(std::max_element(row, row + vocab) - row);
-        } else {
-            std::vector<double> weight(vocab);
-            const float top = *std::max_element(row, row + vocab);
-            for (std::size_t v = 0; v < vocab; ++v) weight[v] = std::exp((row[v] - top) / o.temperature);
-            next = std::discrete_distribution<std::size_t>(weight.begin(), weight.end())(rng);
-        }
-        text += static_cast<char>(next);
+        text += static_cast<char>(infer::greedy_token(logits.data() + (n - 1) * vocab, vocab));
     }
     return text;
+}
+
+// Text with the key/value cache (infer::generate): one step per character.
+// The positions the learned embedding knows end at the context: when it is
+// full, generation goes on from the last half of it.
+template <class P, class Place, class Trained>
+std::string generate_text(const Trained& trained, const options& o, infer::sampling sample)
+{
+    infer::decoder<gpt, P, 1, context, Place> d(trained);
+    std::vector<i32> text = tokens_of(o.prompt);
+    if (text.size() > context) text.erase(text.begin(), text.end() - static_cast<std::ptrdiff_t>(context));
+    const std::size_t prompt = text.size();
+    for (std::size_t keep = text.size(); text.size() - prompt < o.sample_chars; keep = context / 2, ++sample.seed) {
+        const std::vector<i32> window(text.end() - static_cast<std::ptrdiff_t>(keep), text.end());
+        const auto out = infer::generate(d, {window}, {.max_new_tokens = o.sample_chars - (text.size() - prompt), .sample = sample});
+        text.insert(text.end(), out[0].tokens.begin(), out[0].tokens.end());
+    }
+    std::string s = o.prompt;
+    for (std::size_t i = prompt; i < text.size(); ++i) s += static_cast<char>(text[i]);
+    return s;
+}
+
+// Samples greedily and at --temperature with the cache, then greedily the
+// old way, and prints both speeds: the texts agree for as long as both see
+// the same context (the first window; a little rounding apart they could
+// choose differently at a near tie).
+template <class P, class Place, class Trained>
+void print_samples(const Trained& trained, const options& o)
+{
+    profile::host_timer cached;
+    const std::string greedy = generate_text<P, Place>(trained, o, {.temperature = 0.0f});
+    const double cached_rate = static_cast<double>(o.sample_chars) / cached.seconds();
+    std::printf("\ngreedy from \"%s\":\n%s\n\n", o.prompt.c_str(), greedy.c_str());
+    const std::string sampled = generate_text<P, Place>(trained, o, {.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p, .seed = o.seed});
+    std::printf("temperature %.2f, top-k %zu, top-p %.2f from \"%s\":\n%s\n\n", o.temperature, o.top_k, o.top_p,
+                o.prompt.c_str(), sampled.c_str());
+    profile::host_timer recomputing;
+    const std::string old = greedy_by_recomputing<P, Place>(trained, o, o.sample_chars);
+    const double recomputing_rate = static_cast<double>(o.sample_chars) / recomputing.seconds();
+    const std::size_t same_window = std::min(o.sample_chars, context + 1 - std::min(o.prompt.size(), context));
+    const bool agree = greedy.compare(0, o.prompt.size() + same_window, old, 0, o.prompt.size() + same_window) == 0;
+    std::printf("generation: %.0f characters/s with the key/value cache, %.0f recomputing the context (%.1fx); "
+                "greedy texts %s over the first %zu characters\n\n",
+                cached_rate, recomputing_rate, cached_rate / recomputing_rate, agree ? "agree" : "DIFFER", same_window);
 }
 
 // --profile, --profile-json: the table on stdout, the JSON to its file.
@@ -222,9 +265,7 @@ int run(const options& o, const std::vector<i32>& text, const char* where)
     const double seconds = timer.seconds();
     const double val_bits = val_nats / std::log(2.0);
 
-    std::printf("\ngreedy from \"%s\":\n%s\n\n", o.prompt.c_str(), sample<P, Place>(model, o, true, o.seed).c_str());
-    std::printf("temperature %.2f from \"%s\":\n%s\n\n", o.temperature, o.prompt.c_str(),
-                sample<P, Place>(model, o, false, o.seed).c_str());
+    if (o.sample_chars > 0) print_samples<P, Place>(model, o);
     std::ostringstream json;
     json << "{\"example\":\"char_lm\",\"backend\":\"" << where << "\",\"policy\":\"" << o.policy
          << "\",\"characters\":" << text.size() << ",\"parameters\":" << decltype(model)::parameter_count

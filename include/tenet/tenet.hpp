@@ -23,3 +23,4 @@
 #include "train/train.hpp"
 #include "quant/quant.hpp"
 #include "data/data.hpp"
+#include "infer/infer.hpp"

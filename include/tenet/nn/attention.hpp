@@ -22,7 +22,8 @@
 
 #include "../expr/random.hpp"
 #include "../rowwise/softmax.hpp"
-#include "linear_layer.hpp"
+#include "attention_projections.hpp"
+#include "cached_attention.hpp"
 
 #include <cmath>
 
@@ -62,8 +63,9 @@ template <precision_policy P, class S, class Place, std::size_t Dim, std::size_t
 class attention_layer {
     using storage = typename P::storage;
     static constexpr std::size_t B = S::extents[0], T = S::extents[1], H = Heads, d = Dim / Heads, BH = B * H;
-    using in_proj_t = typename linear_unit<Dim, 3 * Dim, linalg::activation::none>::template layer<P, S, Place>;
-    using out_proj_t = typename Linear<Dim, Dim>::template layer<P, S, Place>;
+    using projections = attention_projections<P, S, Place, Dim>;
+    using in_proj_t = typename projections::in_type;
+    using out_proj_t = typename projections::out_type;
     using heads_shape = Shape<3, B, H, T, d>;  // q, k, v, head-major
     using head_batch = Shape<BH, T, d>;
     using scores_shape = Shape<BH, T, T>;
@@ -76,10 +78,10 @@ public:
     using input_shape = S;
     using output_shape = S;
     static constexpr bool wants_preactivation_gradient = false;
-    static constexpr std::size_t parameter_count = in_proj_t::parameter_count + out_proj_t::parameter_count;
-    static constexpr std::size_t parameter_numel = in_proj_t::parameter_numel + out_proj_t::parameter_numel;
+    static constexpr std::size_t parameter_count = projections::parameter_count;
+    static constexpr std::size_t parameter_numel = projections::parameter_numel;
     // q/k/v (projected, then head-major), the probabilities, the merged heads
-    static constexpr std::size_t activation_bytes = in_proj_t::activation_bytes + out_proj_t::activation_bytes +
+    static constexpr std::size_t activation_bytes = projections::activation_bytes +
                                                     (2 * heads_shape::numel + scores_shape::numel + 2 * S::numel) * sizeof(storage);
     static constexpr std::size_t activation_gradient_bytes =
         (heads_shape::numel + scores_shape::numel + S::numel) * sizeof(storage);
@@ -93,7 +95,7 @@ public:
         constexpr std::uint64_t btd = B * T * Dim, scores = BH * T * T, t = sizeof(storage);
         constexpr std::uint64_t bmm = 2 * BH * T * T * d;
         const layer_cost core{2 * bmm, t * (12 * btd + 4 * scores), 4 * bmm, t * (16 * btd + 7 * scores), 0, 0};
-        return cost_of<in_proj_t, storage>() + core + cost_of<out_proj_t, storage>();
+        return projections::template around<storage>(core);
     }();
 
     // q/k/v, the probabilities, the context and the merged heads are kept
@@ -109,38 +111,34 @@ public:
 
     template <class Slice>
     explicit attention_layer(Slice& parameters)
-        : in_proj_(parameters), out_proj_(parameters), qkv_(parameters), heads_(parameters), probs_(parameters),
+        : proj_(parameters), qkv_(parameters), heads_(parameters), probs_(parameters),
           context_(parameters), merged_(parameters)
     {
         assign(full_lengths_.view(), static_cast<i32>(T));
     }
 
-    void initialize(std::uint64_t seed)
-    {
-        in_proj_.initialize(seed);
-        out_proj_.initialize(seed);
-    }
+    void initialize(std::uint64_t seed) { proj_.initialize(seed); }
 
     template <class X, class Y>
     void forward(const X& x, const Y& y, const step_info& step)
     {
         check_input_element<storage, X>();
         lengths_ = step.sequence_lengths != nullptr ? step.sequence_lengths : full_lengths_.data();
-        in_proj_.forward(x, qkv_.view(), step);
+        proj_.in.forward(x, qkv_.view(), step);
         assign(make_view<heads_shape, Place>(heads_.data()), permute<2, 0, 3, 1, 4>(reshape<Shape<B, T, 3, H, d>>(qkv_.view())));
         const auto scores = reshape<Shape<B, H, T, T>>(matmul(part(heads_, 0), transpose(part(heads_, 1)))) * scale;
         assign(as_4d(probs_), softmax(scores + mask()));
         assign(context_.view(), matmul(probs_.view(), part(heads_, 2)));
         assign(merged_.view(),
                where(has_keys(), reshape<S>(permute<0, 2, 1, 3>(reshape<Shape<B, H, T, d>>(context_.view()))), 0));
-        out_proj_.forward(merged_.view(), y, step);
+        proj_.out.forward(merged_.view(), y, step);
     }
 
     template <class DY, class DX, class Prev>
     void backward(const DY& dy, const DX& dx, const step_info& step, Prev&)
     {
         no_previous_layer none;
-        out_proj_.backward(dy, d_merged_.view(), step, none);
+        proj_.out.backward(dy, d_merged_.view(), step, none);
         assign(context_.view(),
                reshape<head_batch>(permute<0, 2, 1, 3>(reshape<Shape<B, T, H, d>>(where(has_keys(), d_merged_, 0)))));
         const auto dcontext = std::as_const(context_).view();
@@ -151,14 +149,13 @@ public:
         assign(part(d_heads_, 0), matmul(d_scores_, part(heads_, 1)) * scale);           // dq
         assign(part(d_heads_, 1), matmul(transpose(d_scores_), part(heads_, 0)) * scale);  // dk
         assign(qkv_.view(), reshape<Shape<B, T, 3 * Dim>>(permute<1, 3, 0, 2, 4>(make_view<heads_shape, Place>(d_heads_.data()))));
-        in_proj_.backward(qkv_.view(), dx, step, none);
+        proj_.in.backward(qkv_.view(), dx, step, none);
     }
 
     template <class F>
     void for_each_parameter(F&& f, const std::string& prefix)
     {
-        in_proj_.for_each_parameter(f, prefix + "in_proj_");
-        out_proj_.for_each_parameter(f, prefix + "out_proj.");
+        proj_.for_each_parameter(f, prefix);
     }
 
 private:
@@ -198,8 +195,7 @@ private:
         }
     }
 
-    in_proj_t in_proj_;
-    out_proj_t out_proj_;
+    projections proj_;
     kept_tensor<storage, with_last_extent_t<S, 3 * Dim>, Place> qkv_;  // (its gradient in the backward)
     kept_tensor<storage, heads_shape, Place> heads_;
     kept_tensor<storage, scores_shape, Place> probs_;
@@ -212,6 +208,15 @@ private:
     const i32* lengths_ = nullptr;
 };
 
+template <precision_policy P, class S, class Place, std::size_t Dim, std::size_t Heads, bool Causal>
+struct attention_for {
+    using type = attention_layer<P, S, Place, Dim, Heads, Causal>;
+};
+template <decoding_policy P, class S, class Place, std::size_t Dim, std::size_t Heads, bool Causal>
+struct attention_for<P, S, Place, Dim, Heads, Causal> {
+    using type = cached_attention_layer<P, S, Place, Dim, Heads, Causal>;
+};
+
 }  // namespace detail
 
 template <std::size_t Dim, std::size_t Heads, bool Causal = false>
@@ -221,8 +226,9 @@ struct MultiHeadAttention {
     using output_shape = typename detail::attention_output<Dim, S>::type;
     template <class S>
     static constexpr bool accepts = detail::attention_fits<Dim, S>;
+    // (under a decoding policy: the cached layer, cached_attention.hpp)
     template <precision_policy P, class S, class Place>
-    using layer = detail::attention_layer<P, S, Place, Dim, Heads, Causal>;
+    using layer = typename detail::attention_for<P, S, Place, Dim, Heads, Causal>::type;
 };
 
 }  // namespace tenet::nn

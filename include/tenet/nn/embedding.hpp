@@ -8,8 +8,11 @@
 // input (the spec's input_element is i32), so Embedding comes first.
 //
 // PositionalEmbedding<Seq, Dim>: a learned position vector added to every
-// sequence [..., Seq, Dim] (the parameter "weight" [Seq, Dim], drawn from
-// N(0, 0.02^2) as GPT-2 and ViT do); its gradient is dy summed over the batch.
+// sequence [..., T, Dim] of T <= Seq positions (the parameter "weight" [Seq,
+// Dim], drawn from N(0, 0.02^2) as GPT-2 and ViT do): rows 0..T-1 of the
+// table, or, when decoding (step_info::positions, sequences [Batch, T, Dim]),
+// rows positions[b]..positions[b]+T-1 for sequence b. Its gradient is dy
+// summed over the batch (rows T.. of it zero).
 #pragma once
 
 #include "../index/index.hpp"
@@ -123,22 +126,23 @@ private:
 };
 
 template <std::size_t Seq, std::size_t Dim, class S>
-struct PositionalEmbedding_Seq_Dim_needs_last_two_extents_Seq_Dim_not {
+struct PositionalEmbedding_Seq_Dim_needs_last_extent_Dim_and_at_most_Seq_positions_not {
     static constexpr auto text()
     {
         return fixed_string("tenet: PositionalEmbedding<") + decimal<Seq>() + fixed_string(", ") + decimal<Dim>() +
-               fixed_string("> fed ") + shape_name<S>::text() + fixed_string(": its last two extents must be ") +
-               decimal<Seq>() + fixed_string(", ") + decimal<Dim>();
+               fixed_string("> fed ") + shape_name<S>::text() + fixed_string(": its last extent must be ") +
+               decimal<Dim>() + fixed_string(" and the one before at most ") + decimal<Seq>();
     }
 };
 
 template <std::size_t Seq, std::size_t Dim, class S>
-inline constexpr bool positional_fits = S::rank >= 2 && S::extents[S::rank - 1] == Dim && S::extents[S::rank - 2] == Seq;
+inline constexpr bool positional_fits = S::rank >= 2 && S::extents[S::rank - 1] == Dim && S::extents[S::rank - 2] >= 1 &&
+                                        S::extents[S::rank - 2] <= Seq;
 
 template <std::size_t Seq, std::size_t Dim, class S>
 struct positional_output {
     static constexpr bool fits = positional_fits<Seq, Dim, S>;
-    static_assert(diagnose<fits, PositionalEmbedding_Seq_Dim_needs_last_two_extents_Seq_Dim_not<Seq, Dim, S>>::value);
+    static_assert(diagnose<fits, PositionalEmbedding_Seq_Dim_needs_last_extent_Dim_and_at_most_Seq_positions_not<Seq, Dim, S>>::value);
     using type = S;
 };
 
@@ -147,8 +151,9 @@ class positional_embedding_layer {
     using storage = typename P::storage;
     using gradient = gradient_t<P>;
     using table_type = table_parameter<storage, gradient, Place, Shape<Seq, Dim>>;
-    // every sequence as one row of Seq * Dim values
-    using rows = Shape<S::numel / (Seq * Dim), Seq * Dim>;
+    static constexpr std::size_t T = S::extents[S::rank - 2];  // positions per sequence
+    // every sequence as one row of T * Dim values
+    using rows = Shape<S::numel / (T * Dim), T * Dim>;
 
 public:
     using input_shape = S;
@@ -175,17 +180,22 @@ public:
     void initialize(std::uint64_t seed) { table_.initialize(seed, 0.02); }
 
     template <class X, class Y>
-    void forward(const X& x, const Y& y, const step_info&)
+    void forward(const X& x, const Y& y, const step_info& step)
     {
         check_input_element<storage, X>();
-        assign(contiguous_as<rows>(y), contiguous_as<rows>(x) + broadcast_to<rows>(flat(table_.value())));
+        if (step.positions != nullptr) return forward_at(x, y, step.positions);
+        assign(contiguous_as<rows>(y), contiguous_as<rows>(x) + broadcast_to<rows>(first_rows(table_.value())));
     }
 
     template <class DY, class DX, class Prev>
-    void backward(const DY& dy, const DX& dx, const step_info&, Prev&)
+    void backward(const DY& dy, const DX& dx, const step_info& step, Prev&)
     {
+        if (step.positions != nullptr) throw error("tenet: PositionalEmbedding: a decoding forward has no backward");
         const auto g = contiguous_as<rows>(dy);
-        if (gradient_wanted(table_.gradient())) assign(flat(table_.gradient()), sum<0>(g, keepdims));
+        if (gradient_wanted(table_.gradient())) {
+            assign(first_rows(table_.gradient()), sum<0>(g, keepdims));
+            if constexpr (T < Seq) assign(make_view<Shape<(Seq - T) * Dim>, Place>(table_.gradient().data() + T * Dim), 0);
+        }
         if constexpr (!is_no_input_gradient<DX>) assign(contiguous_as<rows>(dx), g);
     }
 
@@ -196,10 +206,24 @@ public:
     }
 
 private:
+    // The table's first T rows, as one row.
     template <class V>
-    static auto flat(const V& v)
+    static auto first_rows(const V& v)
     {
-        return contiguous_as<Shape<1, Seq * Dim>>(v);
+        return make_view<Shape<1, T * Dim>, Place>(v.data());
+    }
+
+    // Sequence b's rows are table rows positions[b] + t (a position past the
+    // table is a tenet::index_error).
+    template <class X, class Y>
+    void forward_at(const X& x, const Y& y, const i32* positions)
+    {
+        static_assert(S::rank == 3, "tenet: PositionalEmbedding: decoding takes sequences [Batch, T, Dim]");
+        constexpr std::size_t B = S::extents[0];
+        using at_shape = Shape<B, T>;
+        const auto first = broadcast_to<at_shape>(reshape<Shape<B, 1>>(make_view<Shape<B>, Place>(positions)));
+        const auto at = first + broadcast_to<at_shape>(reshape<Shape<1, T>>(iota<Shape<T>, i32>()));
+        assign(contiguous_as<S>(y), contiguous_as<S>(x) + take<0>(table_.value(), at));
     }
 
     table_type table_;

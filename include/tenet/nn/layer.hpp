@@ -218,6 +218,11 @@ struct step_info {
     // parameters' names); other layers are timed whole and pass on none.
     profile::step_observer* observer = nullptr;
     std::string_view observer_path{};
+    // Decoding (nn::decoding policies): each sequence's position of this
+    // step's first token (i32, one per batch entry, in the model's place),
+    // read by the layers that mix positions (PositionalEmbedding, attention's
+    // key/value cache). Null: the sequences start at position 0.
+    const i32* positions = nullptr;
 };
 
 // Passed as dx when the input needs no gradient (the model's first layer).

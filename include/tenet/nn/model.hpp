@@ -27,6 +27,7 @@
 #include "../io/checkpoint_sections.hpp"
 #include "../io/model_values.hpp"
 #include "../tensor/copy.hpp"
+#include "decoding.hpp"
 #include "mode_scope.hpp"
 #include "valid_samples.hpp"
 #include "sequential.hpp"
@@ -237,6 +238,27 @@ public:
     {
         set_valid(valid);
         return forward_with_lengths(x, lengths);
+    }
+
+    // A decoding model's step (policy nn::decoding<Base, Context>, driven by
+    // infer::decoder): x holds each sequence's next token, which sits at
+    // position positions[b] (i32 [Batch], in the model's place).
+    template <class X, class Positions>
+    const output_tensor& forward_at(const X& x, const Positions& positions)
+    {
+        using V = decltype(tenet::destination_view(positions));
+        static_assert(decoding_policy<P>, "tenet: forward_at(x, positions) is a decoding model's step: its policy must "
+                                          "be nn::decoding<Base, Context>");
+        static_assert(std::is_same_v<typename V::shape, Shape<In::extents[0]>> &&
+                          std::is_same_v<std::remove_cv_t<typename V::element_type>, i32> &&
+                          std::is_same_v<typename V::place, Place>,
+                      "tenet: forward_at(x, positions): positions must be i32 [Batch] in the model's place");
+        lengths_ = nullptr;
+        valid_ = nullptr;
+        positions_ = tenet::destination_view(positions).data();
+        run_forward(x);
+        positions_ = nullptr;
+        return output_;
     }
 
 private:
@@ -539,7 +561,10 @@ private:
         if constexpr (buffer_numel > 0) assign(make_view<Shape<buffer_numel>, Place>(buffers_.data()), 0);
     }
 
-    step_info step_info_now() const { return {seed_, step_, training_, step_counter_.data(), false, lengths_, valid_, observer_}; }
+    step_info step_info_now() const
+    {
+        return {seed_, step_, training_, step_counter_.data(), false, lengths_, valid_, observer_, {}, positions_};
+    }
 
     // A tensor or view holding elements of T (what the layers read in place).
     template <class D, class T>
@@ -566,6 +591,7 @@ private:
     const i32* lengths_ = nullptr;  // the last forward's sequence lengths (null: none)
     Tensor<f32, Shape<In::extents[0]>, Place> valid_mask_;  // the last forward's real samples (1) and padding (0)
     const f32* valid_ = nullptr;  // valid_mask_'s data when the last forward had one (null: every sample real)
+    const i32* positions_ = nullptr;  // forward_at's positions while it runs
     std::shared_ptr<const char> alive_;  // an owner's token (null in a model sharing another's parameters)
     std::weak_ptr<const char> owner_;    // ... whose owner's token this one watches
     profile::step_observer* observer_ = nullptr;

@@ -7,8 +7,11 @@
 
 #include "activation_layers.hpp"
 #include "attention.hpp"
+#include "attention_projections.hpp"
 #include "batchnorm_layer.hpp"
+#include "cached_attention.hpp"
 #include "conv_layer.hpp"
+#include "decoding.hpp"
 #include "dropout.hpp"
 #include "embedding.hpp"
 #include "flatten.hpp"
